@@ -1,0 +1,113 @@
+//! Build graph of the Zig side.
+//!
+//!   zig build test         unit + stress tests of the runtime and the bench harness
+//!   zig build test-tsan    the same tests under ThreadSanitizer (LLVM backend), smoke intensity
+//!   zig build bench        builds and runs the ampere benchmark (ReleaseFast); args after `--`
+//!   zig build compare      runs both benchmarks (analysis orchestrator) and prints the table
+//!
+//! The benchmark binary and the `ampere` module it imports are always ReleaseFast, whatever
+//! `-Doptimize` says: a library built in Debug under a benchmark called "release" was one of
+//! the defects of the earlier suites.
+
+const std = @import("std");
+
+pub fn build(b: *std.Build) void {
+    const target = b.standardTargetOptions(.{});
+    const optimize = b.standardOptimizeOption(.{});
+    const test_filters = b.option([]const []const u8, "test-filter", "Only run tests whose name contains this") orelse &.{};
+
+    _ = b.addModule("ampere", .{
+        .root_source_file = b.path("runtime/src/ampere.zig"),
+        .target = target,
+        .optimize = optimize,
+    });
+
+    // -- tests --------------------------------------------------------------------------
+    const test_step = b.step("test", "Run the runtime and bench-harness tests");
+    const runtime_tests = addRuntimeTests(b, target, optimize, test_filters, false);
+    test_step.dependOn(&b.addRunArtifact(runtime_tests).step);
+
+    const bench_ampere = b.createModule(.{
+        .root_source_file = b.path("runtime/src/ampere.zig"),
+        .target = target,
+        .optimize = .ReleaseFast,
+    });
+    const bench_tests = b.addTest(.{
+        .root_module = benchModule(b, target, optimize, bench_ampere),
+        .filters = test_filters,
+    });
+    const run_bench_tests = b.addRunArtifact(bench_tests);
+    test_step.dependOn(&run_bench_tests.step);
+    b.step("test-runtime", "Run only the runtime tests").dependOn(&b.addRunArtifact(runtime_tests).step);
+    b.step("test-bench", "Run only the bench-harness tests").dependOn(&run_bench_tests.step);
+
+    const tsan_step = b.step("test-tsan", "Run the runtime tests under ThreadSanitizer (smoke intensity)");
+    const tsan_tests = addRuntimeTests(b, target, .Debug, test_filters, true);
+    const run_tsan = b.addRunArtifact(tsan_tests);
+    run_tsan.setEnvironmentVariable("AMPERE_TEST_INTENSITY", "smoke");
+    run_tsan.setEnvironmentVariable("TSAN_OPTIONS", "halt_on_error=1 second_deadlock_stack=1");
+    tsan_step.dependOn(&run_tsan.step);
+
+    // -- benchmark -----------------------------------------------------------------------
+    const bench_exe = b.addExecutable(.{
+        .name = "ampere_bench",
+        .root_module = benchModule(b, target, .ReleaseFast, bench_ampere),
+    });
+    const install_bench = b.addInstallArtifact(bench_exe, .{});
+    b.getInstallStep().dependOn(&install_bench.step);
+    b.step("bench-build", "Build the ampere benchmark binary").dependOn(&install_bench.step);
+
+    const run_bench = b.addRunArtifact(bench_exe);
+    run_bench.step.dependOn(&install_bench.step);
+    if (b.args) |args| run_bench.addArgs(args);
+    b.step("bench", "Run the ampere benchmark (pass flags after --, e.g. -- --json)").dependOn(&run_bench.step);
+
+    // -- comparison (both runtimes, statistics in Python) -------------------------------
+    const python = b.option([]const u8, "python", "Python interpreter with the analysis package") orelse ".venv/bin/python";
+    const compare = b.addSystemCommand(&.{ python, "-m", "analysis", "bench", "--compare" });
+    compare.step.dependOn(&install_bench.step);
+    if (b.args) |args| compare.addArgs(args);
+    compare.stdio = .inherit;
+    compare.has_side_effects = true;
+    b.step("compare", "Run both benchmarks and print the comparison table").dependOn(&compare.step);
+}
+
+fn addRuntimeTests(
+    b: *std.Build,
+    target: std.Build.ResolvedTarget,
+    optimize: std.builtin.OptimizeMode,
+    filters: []const []const u8,
+    tsan: bool,
+) *std.Build.Step.Compile {
+    const module = b.createModule(.{
+        .root_source_file = b.path("runtime/src/ampere.zig"),
+        .target = target,
+        .optimize = optimize,
+        .sanitize_thread = if (tsan) true else null,
+    });
+    return b.addTest(.{
+        .name = if (tsan) "ampere-tests-tsan" else "ampere-tests",
+        .root_module = module,
+        .filters = filters,
+        // ThreadSanitizer needs the LLVM backend; the self-hosted backend silently skips it.
+        .use_llvm = if (tsan) true else null,
+    });
+}
+
+fn benchModule(
+    b: *std.Build,
+    target: std.Build.ResolvedTarget,
+    optimize: std.builtin.OptimizeMode,
+    ampere: *std.Build.Module,
+) *std.Build.Module {
+    const module = b.createModule(.{
+        .root_source_file = b.path("runtime/bench/main.zig"),
+        .target = target,
+        .optimize = optimize,
+        // glibc malloc, the allocator Tokio's side uses too (see the fairness table).
+        .link_libc = true,
+    });
+    module.addImport("ampere", ampere);
+    module.addAnonymousImport("constants.json", .{ .root_source_file = b.path("runtime/bench/constants.json") });
+    return module;
+}

@@ -1,0 +1,135 @@
+//! Parks one thread on a futex until another thread unparks it.
+//!
+//! One 32-bit state word:
+//!
+//!     empty    (0)  no notification pending, nobody parked
+//!     notified (1)  an unpark arrived; the next park returns at once and consumes it
+//!     parked   (2)  the owner thread is (about to be) asleep in futex wait
+//!
+//! Only the owner thread parks; any thread may unpark. An unpark is never lost: it either
+//! finds `empty`/`notified` (the owner has not committed to sleeping yet; it will see
+//! `notified` before it sleeps, because it moves `empty -> parked` with a compare-and-swap
+//! that fails if `notified` was stored first) or it finds `parked` and wakes the futex.
+//! The futex itself re-checks the word against `parked` before sleeping, so a wake between
+//! the compare-and-swap and the syscall is not lost either.
+//!
+//! Ordering: `unpark` stores `notified` with release and `park` consumes it with acquire, so
+//! everything the unparker wrote before `unpark` is visible after `park` returns.
+
+const std = @import("std");
+const Futex = std.Thread.Futex;
+const Waker = @import("Waker.zig");
+
+const Parker = @This();
+
+const empty: u32 = 0;
+const notified: u32 = 1;
+const parked: u32 = 2;
+
+state: std.atomic.Value(u32) = .init(empty),
+
+/// Blocks until `unpark` is called (or returns at once if it was called since the last park).
+pub fn park(self: *Parker) void {
+    if (self.consumeNotification()) return;
+    if (self.state.cmpxchgStrong(empty, parked, .monotonic, .monotonic)) |found| {
+        std.debug.assert(found == notified);
+        _ = self.state.swap(empty, .acquire); // Pairs with the release in `unpark`.
+        return;
+    }
+    while (true) {
+        Futex.wait(&self.state, parked);
+        if (self.consumeNotification()) return;
+        // Spurious wake-up: still `parked`, sleep again.
+    }
+}
+
+/// Like `park`, but gives up after `timeout_ns`. Returns true when it was unparked.
+pub fn parkTimeout(self: *Parker, timeout_ns: u64) bool {
+    if (self.consumeNotification()) return true;
+    if (self.state.cmpxchgStrong(empty, parked, .monotonic, .monotonic)) |found| {
+        std.debug.assert(found == notified);
+        _ = self.state.swap(empty, .acquire);
+        return true;
+    }
+    var deadline = Futex.Deadline.init(timeout_ns);
+    while (true) {
+        deadline.wait(&self.state, parked) catch {
+            // Timed out: withdraw the `parked` announcement unless an unpark raced with us.
+            if (self.state.cmpxchgStrong(parked, empty, .monotonic, .monotonic) == null) return false;
+            _ = self.state.swap(empty, .acquire);
+            return true;
+        };
+        if (self.consumeNotification()) return true;
+    }
+}
+
+/// Makes the owner's current or next `park` return. Callable from any thread.
+pub fn unpark(self: *Parker) void {
+    // Release: publishes the unparker's writes to the parked thread (acquire in park).
+    if (self.state.swap(notified, .release) == parked) {
+        Futex.wake(&self.state, 1);
+    }
+}
+
+fn consumeNotification(self: *Parker) bool {
+    return self.state.cmpxchgStrong(notified, empty, .acquire, .monotonic) == null;
+}
+
+/// A waker that unparks this parker. The parker must outlive every clone: use it only for
+/// parkers that live as long as their thread (see `forCurrentThread`).
+pub fn waker(self: *Parker) Waker {
+    return .{ .data = self, .vtable = &vtable };
+}
+
+const vtable = Waker.VTable{
+    .clone = wakerClone,
+    .wake = wakerWake,
+    .wake_by_ref = wakerWake,
+    .drop = wakerDrop,
+};
+
+fn fromData(data: ?*anyopaque) *Parker {
+    return @ptrCast(@alignCast(data.?));
+}
+
+fn wakerClone(data: ?*anyopaque) Waker {
+    return fromData(data).waker();
+}
+
+fn wakerWake(data: ?*anyopaque) void {
+    fromData(data).unpark();
+}
+
+fn wakerDrop(data: ?*anyopaque) void {
+    _ = data;
+}
+
+threadlocal var thread_parker: Parker = .{};
+
+/// The parker of the calling thread; it lives as long as the thread.
+pub fn forCurrentThread() *Parker {
+    return &thread_parker;
+}
+
+test "unpark before park is not lost" {
+    var p = Parker{};
+    p.unpark();
+    p.park();
+    try std.testing.expect(!p.parkTimeout(1 * std.time.ns_per_ms));
+}
+
+test "unpark from another thread wakes a parked thread" {
+    var p = Parker{};
+    var flag = std.atomic.Value(u32).init(0);
+    const Unparker = struct {
+        fn run(parker: *Parker, f: *std.atomic.Value(u32)) void {
+            std.Thread.sleep(2 * std.time.ns_per_ms);
+            f.store(1, .monotonic);
+            parker.unpark();
+        }
+    };
+    const t = try std.Thread.spawn(.{}, Unparker.run, .{ &p, &flag });
+    while (flag.load(.monotonic) == 0) p.park();
+    t.join();
+    try std.testing.expectEqual(@as(u32, 1), flag.load(.monotonic));
+}
