@@ -1,0 +1,187 @@
+//! The measuring harness: benchmark cases, warmup + measured iterations, statistics, progress.
+//!
+//! A benchmark function receives its case and the constants and returns exactly
+//! `iterations` samples (echo: `echo_batches`), having run and discarded the warmups itself:
+//! Tier 3/4 drivers and echo loops must keep warmup and measurement inside one runtime
+//! entry, so the loop lives in the benchmark, with `repeat` as the helper for the simple
+//! (synchronous) ones. Progress goes to stderr before and after a case, never inside it.
+
+use crate::alloc::Sample;
+use crate::constants::Constants;
+
+/// One row of `--list`: a benchmark with one parameter value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Case {
+    pub suite: &'static str,
+    pub tier: u8,
+    pub name: &'static str,
+    /// Empty, `n=<batch>` or `size=<bytes>`.
+    pub param: String,
+    /// Operations per iteration (echo: batch size n).
+    pub ops: u64,
+    /// Echo only: batch size and payload size; 0 in the micro suite.
+    pub n: u64,
+    pub size: u64,
+}
+
+impl Case {
+    pub fn micro(tier: u8, name: &'static str, ops: u64) -> Case {
+        Case { suite: "micro", tier, name, param: String::new(), ops, n: 0, size: 0 }
+    }
+
+    /// Key in the summary JSON: `name` or `name[param]`.
+    pub fn key(&self) -> String {
+        if self.param.is_empty() { self.name.to_string() } else { format!("{}[{}]", self.name, self.param) }
+    }
+
+    pub fn list_line(&self) -> String {
+        let line = format!("{} {} {} {}", self.suite, self.tier, self.name, self.param);
+        line.trim_end().to_string()
+    }
+}
+
+/// The measured samples of one case.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub case: Case,
+    pub samples: Vec<Sample>,
+}
+
+impl Outcome {
+    /// Median of the measured elapsed times: the middle sample, or the floor of the mean of
+    /// the two middle samples for an even count (the Zig side computes it identically).
+    pub fn median_ns(&self) -> u64 {
+        median(self.samples.iter().map(|s| s.elapsed_ns).collect())
+    }
+
+    pub fn min_ns(&self) -> u64 {
+        self.samples.iter().map(|s| s.elapsed_ns).min().unwrap_or(0)
+    }
+
+    pub fn ns_per_op(&self) -> f64 {
+        self.median_ns() as f64 / self.case.ops as f64
+    }
+
+    pub fn ops_per_sec(&self) -> f64 {
+        let ns = self.ns_per_op();
+        if ns > 0.0 { 1e9 / ns } else { 0.0 }
+    }
+
+    /// Mean over measured iterations of the bytes allocated, divided by ops.
+    pub fn bytes_per_op(&self) -> f64 {
+        mean(self.samples.iter().map(|s| s.alloc_bytes)) / self.case.ops as f64
+    }
+
+    pub fn allocs_per_op(&self) -> f64 {
+        mean(self.samples.iter().map(|s| s.alloc_count)) / self.case.ops as f64
+    }
+}
+
+pub fn median(mut values: Vec<u64>) -> u64 {
+    if values.is_empty() {
+        return 0;
+    }
+    values.sort_unstable();
+    let len = values.len();
+    if len % 2 == 1 {
+        values[len / 2]
+    } else {
+        let (a, b) = (values[len / 2 - 1], values[len / 2]);
+        a / 2 + b / 2 + (a % 2 + b % 2) / 2
+    }
+}
+
+fn mean(values: impl Iterator<Item = u64>) -> f64 {
+    let (sum, count) = values.fold((0u128, 0u64), |(s, c), v| (s + v as u128, c + 1));
+    if count == 0 { 0.0 } else { sum as f64 / count as f64 }
+}
+
+/// Runs `one` `warmup` times (discarded) and then `iterations` times; stops at the first
+/// failure. `one` brackets its timed region with `Mark::start`/`Mark::stop` and verifies its
+/// result outside the bracket.
+pub fn repeat(
+    warmup: u64,
+    iterations: u64,
+    mut one: impl FnMut(u64) -> Result<Sample, String>,
+) -> Result<Vec<Sample>, String> {
+    let mut samples = Vec::with_capacity(iterations as usize);
+    for k in 0..warmup + iterations {
+        let sample = one(k)?;
+        if k >= warmup {
+            samples.push(sample);
+        }
+    }
+    Ok(samples)
+}
+
+/// Checks a benchmark's own result: `Err("<what> = <got>, expected <want>")` when they differ.
+pub fn expect_eq<T: PartialEq + std::fmt::Debug>(what: &str, got: T, want: T) -> Result<(), String> {
+    if got == want { Ok(()) } else { Err(format!("{what} = {got:?}, expected {want:?}")) }
+}
+
+pub fn progress_start(case: &Case) {
+    eprintln!("# start suite={} benchmark={} param={}", case.suite, case.name, case.param);
+}
+
+pub fn progress_done(outcome: &Outcome) {
+    let case = &outcome.case;
+    eprintln!(
+        "# done suite={} benchmark={} param={} median_ns_per_op={:.3}",
+        case.suite,
+        case.name,
+        case.param,
+        outcome.ns_per_op()
+    );
+}
+
+/// Number of measured samples a case must produce.
+pub fn expected_samples(case: &Case, constants: &Constants) -> u64 {
+    if case.suite == "echo" { constants.echo_batches } else { constants.iterations }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(ns: u64) -> Sample {
+        Sample { elapsed_ns: ns, alloc_bytes: 8, alloc_count: 1 }
+    }
+
+    #[test]
+    fn median_odd_and_even() {
+        assert_eq!(median(vec![5, 1, 3]), 3);
+        assert_eq!(median(vec![4, 1, 3, 2]), 2);
+        assert_eq!(median(vec![3, 4]), 3);
+        assert_eq!(median(vec![u64::MAX, u64::MAX]), u64::MAX);
+        assert_eq!(median(vec![]), 0);
+    }
+
+    #[test]
+    fn outcome_statistics() {
+        let outcome = Outcome { case: Case::micro(1, "x", 4), samples: vec![sample(40), sample(80), sample(60)] };
+        assert_eq!(outcome.median_ns(), 60);
+        assert_eq!(outcome.min_ns(), 40);
+        assert_eq!(outcome.ns_per_op(), 15.0);
+        assert_eq!(outcome.bytes_per_op(), 2.0);
+        assert_eq!(outcome.allocs_per_op(), 0.25);
+    }
+
+    #[test]
+    fn repeat_discards_warmup_and_stops_on_failure() {
+        let samples = repeat(2, 3, |k| Ok(sample(k + 1))).unwrap();
+        assert_eq!(samples.iter().map(|s| s.elapsed_ns).collect::<Vec<_>>(), vec![3, 4, 5]);
+        let failed = repeat(1, 3, |k| if k == 2 { Err("boom".to_string()) } else { Ok(sample(1)) });
+        assert_eq!(failed.unwrap_err(), "boom");
+    }
+
+    #[test]
+    fn keys_and_list_lines() {
+        let mut case = Case::micro(1, "mutex", 10);
+        assert_eq!(case.key(), "mutex");
+        assert_eq!(case.list_line(), "micro 1 mutex");
+        case.param = "n=10".to_string();
+        assert_eq!(case.key(), "mutex[n=10]");
+        assert_eq!(case.list_line(), "micro 1 mutex n=10");
+        assert!(expect_eq("count", 1, 2).unwrap_err().contains("count = 1, expected 2"));
+    }
+}

@@ -1,0 +1,345 @@
+//! tokio_bench: the Tokio side of the ampere vs Tokio benchmarks.
+//!
+//! Same program interface, benchmarks, CSV/JSON/metadata as the Zig side
+//! (runtime/bench/README.md). Flow: parse the command line, load the constants profile and
+//! apply overrides, select the cases, then run them one by one (progress on stderr between
+//! cases, never inside a timed region), and finally write the CSV and print the table or the
+//! summary JSON. A benchmark that fails its own check stops the program with exit code 1.
+
+mod alloc;
+mod async_tiers;
+mod cli;
+mod constants;
+mod echo;
+mod harness;
+mod output;
+mod sync_tiers;
+
+use std::pin::Pin;
+use std::process::ExitCode;
+
+use tokio::runtime::Runtime;
+
+use crate::alloc::{CountingAlloc, Sample};
+use crate::constants::{Constants, sweep_sizes};
+use crate::harness::{Case, Outcome};
+
+#[global_allocator]
+static GLOBAL: CountingAlloc = CountingAlloc;
+
+const RUNTIME: &str = "tokio";
+
+type Samples = Result<Vec<Sample>, String>;
+type AsyncDriver = fn(Constants) -> Pin<Box<dyn Future<Output = Samples> + Send>>;
+
+/// How a benchmark runs.
+#[derive(Clone, Copy)]
+enum Runner {
+    /// Tiers 0–2: on the calling thread, no runtime.
+    Sync(fn(&Constants) -> Samples),
+    /// Tiers 3–4: a driver task on the `num_workers` runtime.
+    Async(AsyncDriver),
+    /// The echo suite: `echo::run_case` on the 1-worker runtime.
+    Echo,
+}
+
+struct Bench {
+    suite: &'static str,
+    tier: u8,
+    name: &'static str,
+    runner: Runner,
+}
+
+macro_rules! driver {
+    ($f:path) => {
+        Runner::Async(|c| Box::pin($f(c)))
+    };
+}
+
+/// Every benchmark in canonical order (runtime/bench/README.md).
+fn benches() -> Vec<Bench> {
+    use Runner::*;
+    use async_tiers as a;
+    use sync_tiers as s;
+    let micro = |tier, name, runner| Bench { suite: "micro", tier, name, runner };
+    let echo = |name| Bench { suite: "echo", tier: 0, name, runner: Echo };
+    vec![
+        micro(0, "floor_cas_store", Sync(s::floor_cas_store)),
+        micro(0, "floor_fetch_add", Sync(s::floor_fetch_add)),
+        micro(1, "mutex", Sync(s::mutex)),
+        micro(1, "rwlock_read", Sync(s::rwlock_read)),
+        micro(1, "rwlock_write", Sync(s::rwlock_write)),
+        micro(1, "semaphore", Sync(s::semaphore)),
+        micro(1, "oncecell_get", Sync(s::oncecell_get)),
+        micro(1, "oncecell_set", Sync(s::oncecell_set)),
+        micro(1, "notify", Sync(s::notify)),
+        micro(1, "barrier", Sync(s::barrier)),
+        micro(2, "channel_send", Sync(s::channel_send)),
+        micro(2, "channel_recv", Sync(s::channel_recv)),
+        micro(2, "channel_roundtrip", Sync(s::channel_roundtrip)),
+        micro(2, "oneshot", Sync(s::oneshot)),
+        micro(2, "broadcast", Sync(s::broadcast)),
+        micro(2, "watch", Sync(s::watch)),
+        micro(3, "channel_mpmc", driver!(a::channel_mpmc)),
+        micro(3, "channel_mpsc", driver!(a::channel_mpsc)),
+        micro(3, "mutex_contended", driver!(a::mutex_contended)),
+        micro(3, "rwlock_contended", driver!(a::rwlock_contended)),
+        micro(3, "semaphore_contended", driver!(a::semaphore_contended)),
+        micro(4, "task_spawn", driver!(a::task_spawn)),
+        micro(4, "task_spawn_batch", driver!(a::task_spawn_batch)),
+        micro(4, "blocking_spawn", driver!(a::blocking_spawn)),
+        micro(4, "yield_many", driver!(a::yield_many)),
+        micro(4, "ping_pong", driver!(a::ping_pong)),
+        micro(4, "chained_spawn", driver!(a::chained_spawn)),
+        echo("echo_f64"),
+        echo("echo_string_1mib"),
+        echo("echo_bytes_1mib"),
+        echo("echo_bytes_sweep"),
+        echo("echo_shared_sweep"),
+    ]
+}
+
+/// Operations per iteration of a micro benchmark (runtime/bench/README.md table).
+fn micro_ops(name: &str, c: &Constants) -> u64 {
+    match name {
+        "channel_mpmc" => c.mpmc_producers * (c.async_ops / c.mpmc_producers),
+        "channel_mpsc" => c.mpsc_producers * (c.async_ops / c.mpsc_producers),
+        "mutex_contended" => c.contended_mutex_tasks * (c.async_ops / c.contended_mutex_tasks),
+        "rwlock_contended" => (c.rwlock_readers + c.rwlock_writers) * c.rwlock_ops_per_task,
+        "semaphore_contended" => c.contended_sem_tasks * (c.async_ops / c.contended_sem_tasks),
+        "task_spawn" | "blocking_spawn" => c.task_ops,
+        "task_spawn_batch" => (c.task_ops / c.spawn_batch_size) * c.spawn_batch_size,
+        "yield_many" => c.yield_tasks * c.yield_per_task,
+        "ping_pong" => c.ping_pong_rounds,
+        "chained_spawn" => c.chain_length,
+        "channel_send" | "channel_recv" | "channel_roundtrip" | "oneshot" | "broadcast" | "watch" => c.channel_ops,
+        _ => c.sync_ops,
+    }
+}
+
+/// The cases (benchmark × param) of one benchmark.
+fn cases_of(bench: &Bench, c: &Constants) -> Vec<Case> {
+    let echo_case = |param: String, n: u64, size: u64| Case { suite: "echo", tier: 0, name: bench.name, param, ops: n, n, size };
+    match bench.name {
+        "echo_f64" | "echo_string_1mib" | "echo_bytes_1mib" => {
+            let size = if bench.name == "echo_f64" { 8 } else { c.echo_payload_bytes };
+            c.echo_batch_sizes.iter().map(|&n| echo_case(format!("n={n}"), n, size)).collect()
+        }
+        "echo_bytes_sweep" => sweep_sizes(c.echo_sweep_min_bytes, c.echo_sweep_max_bytes)
+            .into_iter()
+            .map(|size| echo_case(format!("size={size}"), c.echo_sweep_n, size))
+            .collect(),
+        "echo_shared_sweep" => sweep_sizes(c.echo_sweep_min_bytes, c.echo_shared_max_bytes)
+            .into_iter()
+            .map(|size| echo_case(format!("size={size}"), c.echo_sweep_n, size))
+            .collect(),
+        name => vec![Case::micro(bench.tier, bench.name, micro_ops(name, c))],
+    }
+}
+
+/// Selected (case, runner) pairs in canonical order.
+fn select(options: &cli::Options, c: &Constants) -> Vec<(Case, Runner)> {
+    let mut selected = Vec::new();
+    for bench in benches() {
+        if !options.suite.includes(bench.suite) {
+            continue;
+        }
+        if !options.filters.is_empty() && !options.filters.iter().any(|f| bench.name.contains(f.as_str())) {
+            continue;
+        }
+        for case in cases_of(&bench, c) {
+            debug_assert_eq!(case.suite, bench.suite);
+            debug_assert_eq!(case.tier, bench.tier);
+            selected.push((case, bench.runner));
+        }
+    }
+    selected
+}
+
+/// Runtimes, each built once per process on first use (never inside a timed region).
+#[derive(Default)]
+struct Runtimes {
+    micro: Option<Runtime>,
+    echo: Option<Runtime>,
+}
+
+fn run_case(case: &Case, runner: Runner, c: &Constants, rts: &mut Runtimes) -> Samples {
+    match runner {
+        Runner::Sync(f) => f(c),
+        Runner::Async(driver) => {
+            if rts.micro.is_none() {
+                rts.micro = Some(async_tiers::build_runtime(c.num_workers)?);
+            }
+            async_tiers::drive(rts.micro.as_ref().expect("built above"), driver(c.clone()))
+        }
+        Runner::Echo => {
+            if rts.echo.is_none() {
+                rts.echo = Some(echo::build_runtime()?);
+            }
+            echo::run_case(rts.echo.as_ref().expect("built above"), case, c)
+        }
+    }
+}
+
+enum Failure {
+    /// Exit 2: bad command line.
+    Usage(String),
+    /// Exit 1: a benchmark failed its check, or results could not be written.
+    Run(String),
+}
+
+fn run(args: &[String]) -> Result<(), Failure> {
+    let options = cli::parse(args).map_err(Failure::Usage)?;
+    if options.help {
+        print!("{}", cli::USAGE);
+        return Ok(());
+    }
+    let mut constants = Constants::load(&options.profile).map_err(Failure::Usage)?;
+    for assignment in &options.overrides {
+        constants.apply_override(assignment).map_err(Failure::Usage)?;
+    }
+    let selected = select(&options, &constants);
+    if selected.is_empty() {
+        return Err(Failure::Usage("no benchmark matches the suite and filters".to_string()));
+    }
+    if options.list {
+        for (case, _) in &selected {
+            println!("{}", case.list_line());
+        }
+        return Ok(());
+    }
+    for path in [&options.csv, &options.meta].into_iter().flatten() {
+        output::check_new(path).map_err(Failure::Usage)?;
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+        if let Some(dir) = parent {
+            if !dir.is_dir() {
+                return Err(Failure::Usage(format!("{}: folder does not exist", dir.display())));
+            }
+        }
+    }
+    if let Some(path) = &options.meta {
+        output::write_atomic(path, &output::meta().render()).map_err(Failure::Run)?;
+    }
+
+    let mut runtimes = Runtimes::default();
+    let mut outcomes = Vec::with_capacity(selected.len());
+    for (case, runner) in selected {
+        harness::progress_start(&case);
+        let samples = run_case(&case, runner, &constants, &mut runtimes)
+            .map_err(|e| Failure::Run(format!("{}: {e}", case.name)))?;
+        let expected = harness::expected_samples(&case, &constants);
+        if samples.len() as u64 != expected {
+            return Err(Failure::Run(format!("{}: {} samples, expected {expected}", case.name, samples.len())));
+        }
+        let outcome = Outcome { case, samples };
+        harness::progress_done(&outcome);
+        outcomes.push(outcome);
+    }
+
+    if let Some(path) = &options.csv {
+        output::write_atomic(path, &output::csv(RUNTIME, options.invocation, &outcomes)).map_err(Failure::Run)?;
+    }
+    if options.json {
+        print!("{}", output::summary(RUNTIME, &options.profile, options.invocation, &constants, &outcomes).render());
+    } else {
+        print!("{}", output::table(RUNTIME, &outcomes));
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Run(message)) => {
+            eprintln!("error: {message}");
+            ExitCode::from(1)
+        }
+        Err(Failure::Usage(message)) => {
+            eprintln!("error: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(text: &str) -> Vec<String> {
+        text.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn canonical_list_has_every_benchmark_once() {
+        let names: Vec<&str> = benches().iter().map(|b| b.name).collect();
+        assert_eq!(names.len(), 32);
+        let mut unique = names.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len());
+    }
+
+    #[test]
+    fn selection_by_suite_and_filter() {
+        let c = Constants::load("full").unwrap();
+        let micro = select(&cli::parse(&[]).unwrap(), &c);
+        assert_eq!(micro.len(), 27);
+        assert_eq!(micro[0].0.name, "floor_cas_store");
+        let echo = select(&cli::parse(&strings("--suite echo")).unwrap(), &c);
+        // 3 × 3 batch sizes + 18 bytes sizes (8 B … 1 MiB) + 7 shared sizes (8 … 512 B).
+        assert_eq!(echo.len(), 9 + 18 + 7);
+        assert_eq!(echo[0].0.list_line(), "echo 0 echo_f64 n=1");
+        let some = select(&cli::parse(&strings("--suite all --filter rwlock --filter f64")).unwrap(), &c);
+        let names: Vec<&str> = some.iter().map(|(case, _)| case.name).collect();
+        assert_eq!(names, vec!["rwlock_read", "rwlock_write", "rwlock_contended", "echo_f64", "echo_f64", "echo_f64"]);
+    }
+
+    #[test]
+    fn ops_follow_the_readme_table() {
+        let c = Constants::load("full").unwrap();
+        let ops = |name: &str| micro_ops(name, &c);
+        assert_eq!(ops("mutex"), 1_000_000);
+        assert_eq!(ops("watch"), 100_000);
+        assert_eq!(ops("rwlock_contended"), 10_002);
+        assert_eq!(ops("task_spawn_batch"), 1_000);
+        assert_eq!(ops("yield_many"), 200_000);
+        assert_eq!(ops("channel_mpmc"), 10_000);
+    }
+
+    #[test]
+    fn command_line_errors_exit_2() {
+        for line in ["--suite nope", "--set nope=1", "--set sync_ops=x", "--filter zzz_no_such", "--profile x"] {
+            match run(&strings(line)) {
+                Err(Failure::Usage(_)) => {}
+                _ => panic!("{line}: expected a usage error"),
+            }
+        }
+    }
+
+    #[test]
+    fn quick_run_writes_csv_and_meta() {
+        let dir = std::env::temp_dir().join(format!("tokio_bench_main_{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let csv = dir.join("tokio.csv");
+        let meta = dir.join("tokio.meta.json");
+        let line = format!(
+            "--quick --suite all --filter mutex --filter echo_f64 --set echo_batches=2 --invocation 1 --csv {} --meta {} --json",
+            csv.display(),
+            meta.display()
+        );
+        assert!(run(&strings(&line)).is_ok());
+        let text = std::fs::read_to_string(&csv).unwrap();
+        let rows: Vec<&str> = text.lines().collect();
+        assert_eq!(rows[0], output::CSV_HEADER);
+        // mutex + mutex_contended: 3 iterations each; echo_f64 n=1, n=10: 2 batches each.
+        assert_eq!(rows.len(), 1 + 3 + 3 + 2 + 2);
+        assert!(rows[1].starts_with("tokio,1,micro,1,mutex,,0,2000,"));
+        assert!(rows.iter().any(|r| r.starts_with("tokio,1,echo,0,echo_f64,n=10,1,10,")));
+        let meta_json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&meta).unwrap()).unwrap();
+        assert_eq!(meta_json["compiler"], "rustc");
+        // A second run must refuse to overwrite.
+        assert!(matches!(run(&strings(&line)), Err(Failure::Usage(_))));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
