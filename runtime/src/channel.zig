@@ -1,8 +1,13 @@
 //! Channels: Bounded (MPMC, Vyukov ring), Oneshot, Broadcast, Watch. Buffers are allocated
-//! once at `init`; sending and receiving never allocate.
+//! once at `init`; sending and receiving never allocate. See runtime/docs/channel.md.
 
 const std = @import("std");
 
+pub const Bounded = @import("channel/bounded.zig").Bounded;
+
 test {
     std.testing.refAllDecls(@This());
+    _ = @import("channel/WaitQueue.zig");
+    _ = @import("channel/common.zig");
+    _ = @import("channel/bounded.zig");
 }
