@@ -1,0 +1,1 @@
+const std = @import("std");
