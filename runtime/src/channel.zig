@@ -4,10 +4,12 @@
 const std = @import("std");
 
 pub const Bounded = @import("channel/bounded.zig").Bounded;
+pub const Oneshot = @import("channel/oneshot.zig").Oneshot;
 
 test {
     std.testing.refAllDecls(@This());
     _ = @import("channel/WaitQueue.zig");
     _ = @import("channel/common.zig");
     _ = @import("channel/bounded.zig");
+    _ = @import("channel/oneshot.zig");
 }
