@@ -1,0 +1,175 @@
+"""Command line: `python -m analysis <command> ...` (argparse).
+
+Commands: compare, runs, diff, bench (analysis/bench.py) and any optional plug-in module
+listed in PLUGIN_MODULES that exists (e.g. `analysis/report.py`).
+
+Adding a subcommand: write a module with
+    def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None
+that calls `subparsers.add_parser("name", parents=[common], help=...)`, adds its options and
+sets `parser.set_defaults(func=run)` where `run(args) -> int` returns the exit code; then list
+the module in PLUGIN_MODULES (a missing optional module is skipped silently). `common` gives
+the shared `--data-dir` and `--debug` options. Raise `analysis.errors.AnalysisError` for bad
+input: main() prints it as one `error:` line and exits 2. Any other exception also becomes
+one `error:` line (exit 2) unless `--debug` is given, which shows the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import sys
+from typing import Sequence
+
+from . import stats
+from .errors import AnalysisError, RunFailed
+
+#: Optional subcommand modules, registered when importable (the report engineer adds report.py).
+PLUGIN_MODULES: tuple[str, ...] = ("analysis.report",)
+FORMATS = ("table", "json", "csv", "markdown")
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    return value
+
+
+def common_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--data-dir", default=None,
+                        help="data folder holding runs/ (default: $AMPERE_DATA_DIR or ./data)")
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="show Python tracebacks for unexpected errors")
+    return common
+
+
+def add_stat_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--tie-band", type=_positive_float, default=stats.DEFAULT_TIE_BAND,
+                        help="ratios within [1/(1+band), 1+band] count as ties (default 0.05)")
+    parser.add_argument("--confidence", type=_positive_float, default=stats.DEFAULT_CONFIDENCE,
+                        help="confidence level of every interval (default 0.95)")
+    parser.add_argument("--resamples", type=int, default=stats.DEFAULT_RESAMPLES,
+                        help="bootstrap resamples (default 9999)")
+
+
+def _register_compare(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("compare", parents=[common], help="compare two runtimes in one run",
+                       description="Compare the candidate runtime against the baseline in one run.")
+    p.add_argument("run", nargs="?", default="latest", help="run id, run folder path, or latest (default)")
+    p.add_argument("--format", choices=FORMATS, default="table")
+    p.add_argument("--baseline", default="tokio")
+    p.add_argument("--candidate", default="ampere")
+    p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                   help="ANSI colours in the table (auto: terminal and no NO_COLOR)")
+    add_stat_options(p)
+    p.set_defaults(func=cmd_compare)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from .compare import compare
+    from .render import render, use_color
+
+    result = compare(args.run, baseline=args.baseline, candidate=args.candidate, tie_band=args.tie_band,
+                     confidence=args.confidence, n_resamples=args.resamples, data_dir=args.data_dir)
+    sys.stdout.write(render(result, args.format, color=use_color(args.color)))
+    return 0
+
+
+def _register_runs(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("runs", parents=[common], help="list run folders",
+                       description="List runs with date, host, suites, profile and status.")
+    p.set_defaults(func=cmd_runs)
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    from .load import run_history, runs_dir
+    from .render import box_table
+
+    history = run_history(args.data_dir)
+    if history.empty:
+        print(f"no runs in {runs_dir(args.data_dir)}")
+        return 0
+    rows = []
+    for r in history.to_dict("records"):
+        started = r["started_utc"].strftime("%Y-%m-%d %H:%M:%S UTC") if r["started_utc"] is not None and str(r["started_utc"]) != "NaT" else "—"
+        git = "—" if not r["git_commit"] else str(r["git_commit"])[:10] + ("+dirty" if r["git_dirty"] else "")
+        status = r["status"] if not r["reason"] else f"{r['status']}: {r['reason']}"
+        rows.append([r["run_id"], started, r["host"] or "—", r["suites"] or "—", r["profile"] or "—",
+                     r["runtimes"] or "—", git, status])
+    print(box_table(["Run", "Started", "Host", "Suites", "Profile", "Runtimes", "Git", "Status"], rows,
+                    ["l"] * 8))
+    return 0
+
+
+def _register_diff(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("diff", parents=[common], help="one runtime across two runs (before/after)",
+                       description="Compare one runtime between run A (before) and run B (after). "
+                                   "Exit code 1 when any benchmark regressed beyond the tie band.")
+    p.add_argument("run_a")
+    p.add_argument("run_b")
+    p.add_argument("--runtime", default="ampere")
+    p.add_argument("--format", choices=FORMATS, default="table")
+    p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    add_stat_options(p)
+    p.set_defaults(func=cmd_diff)
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    from .compare import diff_runs
+    from .render import render, use_color
+
+    result = diff_runs(args.run_a, args.run_b, runtime=args.runtime, tie_band=args.tie_band,
+                       confidence=args.confidence, n_resamples=args.resamples, data_dir=args.data_dir)
+    sys.stdout.write(render(result, args.format, color=use_color(args.color)))
+    regressed = result.benchmarks[result.benchmarks["regressed"]]
+    if not regressed.empty:
+        names = ", ".join(regressed["label"])
+        print(f"regression: {len(regressed)} benchmark(s) slower in B beyond the tie band: {names}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m analysis",
+                                     description="Ampere benchmark lab: run, compare and diff benchmark runs.")
+    parser.add_argument("--debug", action="store_true", help="show Python tracebacks for unexpected errors")
+    common = common_parser()
+    sub = parser.add_subparsers(dest="command", metavar="<command>", required=True)
+    _register_compare(sub, common)
+    _register_runs(sub, common)
+    _register_diff(sub, common)
+    from . import bench
+
+    bench.register(sub, common)
+    for name in PLUGIN_MODULES:
+        if importlib.util.find_spec(name) is not None:
+            importlib.import_module(name).register(sub, common)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        return int(args.func(args))
+    except AnalysisError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except RunFailed as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # the CLI boundary: never a traceback unless asked for
+        if debug:
+            raise
+        print(f"error: unexpected {type(exc).__name__}: {exc} (run with --debug for the traceback)", file=sys.stderr)
+        return 2

@@ -1,0 +1,187 @@
+"""Diagnostics printed with the results: reasons not to trust a number.
+
+Each check returns rows of `Comparison.diagnostics` (level `warning` or `info`):
+- few_samples: fewer than schema.MIN_SAMPLES values on a side (a 95% median CI is then
+  [min, max] at best, and the interval is flagged `widest`);
+- quantisation: few distinct timings (< half of the values distinct), or every elapsed_ns a
+  multiple of 1000 (a microsecond clock) — per-op times are then multiples of a step;
+- drift: within an invocation, Kendall tau of elapsed vs iteration with p < 0.01 and a
+  Benjamini-Hochberg q < 0.05 across all invocations compared (a trend: warm-up or thermal
+  drift left in the samples), or a first iteration more than
+  OUTLIER_MADS robust SDs away from the median of the rest;
+- machine / build_mode: the two sides' meta.json machine blocks differ, or a side's
+  build_mode does not look like a release build;
+- oversubscribed: fewer logical cores than num_workers, so Tier 3-4 timings may be bimodal;
+- control_not_tie: a Tier 0 control is not a tie, so the two harnesses differ;
+- missing_meta, not_compared, alloc_varies, invocation_effect (informational).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from . import schema
+from .compare import DIAGNOSTIC_COLUMNS, DRIFT_ALPHA, DRIFT_FDR
+
+if TYPE_CHECKING:
+    from .compare import Comparison
+
+#: Share of variance between invocations above which (with F-test p < DRIFT_ALPHA) we say so.
+INVOCATION_SHARE_NOTE = 0.5
+
+
+def _row(level: str, code: str, message: str, ident: dict[str, Any] | None = None,
+         runtime: str | None = None) -> dict[str, Any]:
+    ident = ident or {}
+    return {"level": level, "code": code, "suite": ident.get("suite"), "tier": ident.get("tier"),
+            "benchmark": ident.get("benchmark"), "param": ident.get("param"), "runtime": runtime,
+            "message": message}
+
+
+def _ident(row: Any) -> dict[str, Any]:
+    return {"suite": row["suite"], "tier": int(row["tier"]), "benchmark": row["benchmark"], "param": row["param"]}
+
+
+def check_samples(sides: pd.DataFrame) -> list[dict[str, Any]]:
+    out = []
+    for row in sides.to_dict("records"):
+        if row["n"] < schema.MIN_SAMPLES:
+            out.append(_row("warning", "few_samples",
+                            f"only {row['n']} samples (< {schema.MIN_SAMPLES}); median CI is [min, max] "
+                            f"with coverage {row['ci_coverage']:.0%}" if row["ci_widest"] else
+                            f"only {row['n']} samples (< {schema.MIN_SAMPLES})", _ident(row), row["runtime"]))
+        elif row["ci_widest"]:
+            out.append(_row("warning", "few_samples",
+                            f"median CI is [min, max] (coverage {row['ci_coverage']:.1%}, below the requested level)",
+                            _ident(row), row["runtime"]))
+    return out
+
+
+def check_quantisation(label: str, rows: pd.DataFrame) -> list[dict[str, Any]]:
+    out = []
+    for key, group in rows.groupby(list(schema.BENCH_KEY), sort=False):
+        elapsed = group["elapsed_ns"].to_numpy()
+        if elapsed.size < schema.MIN_SAMPLES:
+            continue
+        ident = dict(zip(schema.BENCH_KEY, key))
+        ident["tier"] = int(ident["tier"])
+        distinct = np.unique(elapsed).size
+        if distinct * 2 < elapsed.size:
+            out.append(_row("warning", "quantisation",
+                            f"timer quantisation: only {distinct} distinct timings in {elapsed.size} samples",
+                            ident, label))
+        elif bool((elapsed % 1000 == 0).all()):
+            out.append(_row("warning", "quantisation",
+                            "timer quantisation: every elapsed_ns is a multiple of 1000 (microsecond clock?)",
+                            ident, label))
+    return out
+
+
+def check_drift(invocations: pd.DataFrame) -> list[dict[str, Any]]:
+    out = []
+    if invocations.empty:
+        return out
+    for (suite, tier, name, param, runtime), group in invocations.groupby(
+            ["suite", "tier", "benchmark", "param", "runtime"], sort=False):
+        ident = {"suite": suite, "tier": int(tier), "benchmark": name, "param": param}
+        trend = group[(group["kendall_pvalue"] < DRIFT_ALPHA) & (group["kendall_qvalue"] < DRIFT_FDR)]
+        if not trend.empty:
+            parts = ", ".join(f"#{int(r.invocation)} (tau {r.kendall_tau:+.2f}, p {r.kendall_pvalue:.1g})"
+                              for r in trend.itertuples())
+            out.append(_row("warning", "drift", f"trend across iterations in invocation {parts}: "
+                            "warm-up or drift left in the samples", ident, runtime))
+        first = group[group["first_is_outlier"].astype(bool)]
+        if not first.empty:
+            which = ", ".join(f"#{int(i)}" for i in first["invocation"])
+            out.append(_row("warning", "drift", f"first iteration is an outlier in invocation {which}: "
+                            "warm-up left in the samples?", ident, runtime))
+    return out
+
+
+def _looks_release(build_mode: Any) -> bool:
+    return isinstance(build_mode, str) and "release" in build_mode.lower()
+
+
+def check_meta(metas: dict[str, dict[str, Any] | None]) -> list[dict[str, Any]]:
+    out = []
+    present = {label: meta for label, meta in metas.items() if meta is not None}
+    for label in metas:
+        if label not in present:
+            out.append(_row("warning", "missing_meta", f"no meta.json: machine and build mode unknown", runtime=label))
+    for label, meta in present.items():
+        if not _looks_release(meta.get("build_mode")):
+            out.append(_row("warning", "build_mode",
+                            f"build_mode is {meta.get('build_mode')!r}, not a release build", runtime=label))
+    if len(present) == 2:
+        (la, ma), (lb, mb) = present.items()
+        a, b = ma.get("machine") or {}, mb.get("machine") or {}
+        differ = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+        if differ:
+            detail = "; ".join(f"{k}: {a.get(k)!r} vs {b.get(k)!r}" for k in differ)
+            out.append(_row("warning", "machine", f"{la} and {lb} ran on different machines ({detail})"))
+    return out
+
+
+def check_oversubscribed(metas: dict[str, dict[str, Any] | None], constants: dict[str, Any],
+                         benchmarks: pd.DataFrame) -> list[dict[str, Any]]:
+    cores = [m.get("machine", {}).get("logical_cores") for m in metas.values() if m]
+    cores = [c for c in cores if isinstance(c, int)]
+    workers = constants.get("num_workers")
+    tiers = benchmarks[(benchmarks["suite"] == "micro") & benchmarks["tier"].isin(schema.OVERSUBSCRIBED_TIERS)]
+    if not cores or not isinstance(workers, int) or tiers.empty or min(cores) >= workers:
+        return []
+    return [_row("warning", "oversubscribed",
+                 f"machine has {min(cores)} logical cores < num_workers {workers}: Tier 3-4 oversubscribe "
+                 "the CPU and their timings may be bimodal")]
+
+
+def check_controls(benchmarks: pd.DataFrame) -> list[dict[str, Any]]:
+    out = []
+    controls = benchmarks[(benchmarks["suite"] == "micro") & (benchmarks["tier"] == 0) & benchmarks["compared"]]
+    for row in controls.to_dict("records"):
+        if row["verdict"] != "tie":
+            out.append(_row("warning", "control_not_tie",
+                            f"control is {row['verdict']}, not a tie ({row['verdict_reason']}): the two harnesses "
+                            "differ (timer, loop overhead, build flags) and every other row is suspect", _ident(row)))
+    return out
+
+
+def check_info(benchmarks: pd.DataFrame, sides: pd.DataFrame, compared: bool) -> list[dict[str, Any]]:
+    out = []
+    if compared:
+        for row in benchmarks[~benchmarks["compared"].astype(bool)].to_dict("records"):
+            out.append(_row("info", "not_compared", row["verdict_reason"], _ident(row)))
+    for row in sides.to_dict("records"):
+        if row["alloc_varies"]:
+            out.append(_row("info", "alloc_varies", "allocation differs between iterations", _ident(row), row["runtime"]))
+        share, pvalue = row["share_between"], row["invocation_f_pvalue"]
+        if np.isfinite(share) and share > INVOCATION_SHARE_NOTE and pvalue < DRIFT_ALPHA:
+            out.append(_row("info", "invocation_effect",
+                            f"{share:.0%} of the variance is between invocations (F test p {pvalue:.1g})",
+                            _ident(row), row["runtime"]))
+    return out
+
+
+def diagnose(comparison: "Comparison", sources: dict[str, pd.DataFrame],
+             metas: dict[str, dict[str, Any] | None], constants: dict[str, Any]) -> pd.DataFrame:
+    """All diagnostics of a comparison, warnings first, then in benchmark order."""
+    rows: list[dict[str, Any]] = []
+    rows += check_meta(metas)
+    rows += check_oversubscribed(metas, constants, comparison.benchmarks)
+    rows += check_controls(comparison.benchmarks)
+    rows += check_samples(comparison.runtimes)
+    for label, frame in sources.items():
+        rows += check_quantisation(label, frame)
+    rows += check_drift(comparison.invocations)
+    rows += check_info(comparison.benchmarks, comparison.runtimes, comparison.compared)
+    frame = pd.DataFrame.from_records(rows, columns=DIAGNOSTIC_COLUMNS)
+    if frame.empty:
+        return frame
+    frame["_level"] = (frame["level"] != "warning").astype(int)
+    frame["_order"] = [schema.bench_sort_key(s, int(t), b, p) if isinstance(b, str) else ()
+                       for s, t, b, p in zip(frame["suite"], frame["tier"].fillna(0), frame["benchmark"], frame["param"])]
+    frame = frame.sort_values(["_level", "_order"], kind="stable").drop(columns=["_level", "_order"])
+    return frame.reset_index(drop=True)

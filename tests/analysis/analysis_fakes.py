@@ -1,0 +1,194 @@
+"""Test helpers: synthetic run folders and fake benchmark programs (Python scripts).
+
+`write_run` writes a run folder straight from a small spec; `install_fake_bench` writes an
+executable that implements the bench program interface of runtime/bench/README.md (CSV,
+meta JSON, `# start` / `# done` progress lines on stderr) with behaviours selected by
+environment variables, so the orchestrator can be tested before the real programs exist.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+
+from analysis.schema import CSV_COLUMNS
+
+REPO = Path(__file__).resolve().parents[2]
+
+MACHINE = {"hostname": "lab1", "arch": "x86_64", "cpu_model": "Test CPU", "logical_cores": 8,
+           "memory_bytes": 25769803776, "kernel": "6.1.0-test", "os": "Debian GNU/Linux 12 (bookworm)"}
+
+
+def meta_for(runtime: str, **machine_changes) -> dict:
+    return {"runtime": runtime, "runtime_version": "0.1.0",
+            "compiler": "zig" if runtime == "ampere" else "rustc",
+            "compiler_version": "0.15.2" if runtime == "ampere" else "1.95.0",
+            "tokio_version": None if runtime == "ampere" else "1.48.0",
+            "build_mode": "ReleaseFast" if runtime == "ampere" else "release",
+            "target_cpu": "native", "allocator": "glibc malloc", "machine": {**MACHINE, **machine_changes}}
+
+
+def rows_for(runtime: str, suite: str, tier: int, benchmark: str, param: str, ops: int,
+             elapsed: Iterable[Iterable[float]], alloc_bytes: int = 0, alloc_count: int = 0) -> list[list]:
+    """CSV rows: `elapsed` is a list per invocation of elapsed_ns per iteration."""
+    out = []
+    for invocation, values in enumerate(elapsed):
+        for iteration, value in enumerate(values):
+            out.append([runtime, invocation, suite, tier, benchmark, param, iteration, ops,
+                        int(round(value)), alloc_bytes, alloc_count])
+    return out
+
+
+def write_csv(path: Path, rows: list[list]) -> None:
+    lines = [",".join(CSV_COLUMNS)] + [",".join(str(v) for v in row) for row in rows]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def run_json(run_id: str, **extra) -> dict:
+    info = {"run_id": run_id, "status": "complete", "suites": ["micro", "echo"], "profile": "full",
+            "constants": {"num_workers": 4, "iterations": 10}, "invocation_order": [],
+            "git": {"commit": "abc1234def", "dirty": False}, "hostname": "lab1",
+            "started_utc": "2026-11-22T10:15:00Z", "ended_utc": "2026-11-22T10:25:00Z"}
+    info.update(extra)
+    return info
+
+
+def standard_rows(runtime: str, speed: dict[str, float] | None = None, seed: int = 0,
+                  invocations: int = 3, iterations: int = 10, echo_batches: int = 40) -> list[list]:
+    """A small but realistic run: controls, a few micro benchmarks of every tier, echo."""
+    rng = np.random.default_rng([seed, 0 if runtime == "ampere" else 1])
+    speed = speed or {}
+    spec = [("micro", 0, "floor_cas_store", "", 1_000_000, 5.0, 0, 0),
+            ("micro", 0, "floor_fetch_add", "", 1_000_000, 4.0, 0, 0),
+            ("micro", 1, "mutex", "", 1_000_000, 12.0, 0, 0),
+            ("micro", 1, "oncecell_set", "", 1_000_000, 40.0, 64 if runtime == "tokio" else 0, 1 if runtime == "tokio" else 0),
+            ("micro", 2, "oneshot", "", 100_000, 30.0, 72 if runtime == "tokio" else 0, 1 if runtime == "tokio" else 0),
+            ("micro", 3, "mutex_contended", "", 10_000, 150.0, 2, 0),
+            ("micro", 4, "task_spawn", "", 1_000, 20_000.0, 128, 2)]
+    rows: list[list] = []
+    for suite, tier, name, param, ops, base_ns, bytes_op, allocs_op in spec:
+        factor = speed.get(name, 1.0)
+        elapsed = [base_ns * factor * ops * np.exp(rng.normal(0, 0.03, iterations)) for _ in range(invocations)]
+        rows += rows_for(runtime, suite, tier, name, param, ops, elapsed, bytes_op * ops, allocs_op * ops)
+    for n in (1, 10):
+        factor = speed.get("echo_f64", 1.0)
+        elapsed = [8_000.0 * n * factor * np.exp(rng.normal(0, 0.1, echo_batches)) for _ in range(invocations)]
+        rows += rows_for(runtime, "echo", 0, "echo_f64", f"n={n}", n, elapsed, 100 * n, 2 * n)
+    return rows
+
+
+def write_run(data_dir: Path, run_id: str = "20261122T101500Z-lab1", runtimes: Iterable[str] = ("ampere", "tokio"),
+              rows: dict[str, list[list]] | None = None, meta: dict[str, dict] | None = None,
+              info: dict | None = None, complete: bool = True, speed: dict[str, float] | None = None,
+              seed: int = 0) -> Path:
+    folder = data_dir / "runs" / run_id
+    folder.mkdir(parents=True)
+    for rt in runtimes:
+        data = (rows or {}).get(rt)
+        if data is None:
+            data = standard_rows(rt, speed if rt == "ampere" else None, seed)
+        write_csv(folder / f"{rt}.csv", data)
+        (folder / f"{rt}.meta.json").write_text(json.dumps((meta or {}).get(rt, meta_for(rt))), encoding="utf-8")
+    if complete:
+        (folder / "run.json").write_text(json.dumps(info if info is not None else run_json(run_id)), encoding="utf-8")
+    return folder
+
+
+# -- fake benchmark programs ------------------------------------------------------------------
+
+FAKE_BENCH = r'''#!{python}
+"""Fake {runtime}_bench implementing the bench program interface (tests only)."""
+import argparse, json, os, random, subprocess, sys, time
+
+RUNTIME = "{runtime}"
+COLUMNS = "runtime,invocation,suite,tier,benchmark,param,iteration,ops,elapsed_ns,alloc_bytes,alloc_count"
+MICRO = [(0, "floor_cas_store", 5.0), (1, "mutex", 12.0), (3, "mutex_contended", 150.0)]
+
+def env(name, default=""):
+    return os.environ.get(f"FAKE_{{name}}_{{RUNTIME}}", os.environ.get(f"FAKE_{{name}}", default))
+
+p = argparse.ArgumentParser()
+p.add_argument("--suite", default="micro")
+p.add_argument("--quick", action="store_true")
+p.add_argument("--filter", action="append", default=[])
+p.add_argument("--workers", type=int)
+p.add_argument("--set", action="append", default=[])
+p.add_argument("--invocation", type=int, default=0)
+p.add_argument("--csv")
+p.add_argument("--meta")
+a = p.parse_args()
+log = env("LOG")
+if log:
+    with open(log, "a") as f:
+        f.write(f"{{RUNTIME}} {{a.invocation}} {{' '.join(sys.argv[1:])}}\n")
+mode = env("MODE", "ok")
+speed = float(env("SPEED", "1.0"))
+iterations = 6
+for item in a.set:
+    k, v = item.split("=")
+    if k == "iterations":
+        iterations = int(v)
+rng = random.Random(hash((RUNTIME, a.invocation)) & 0xffff)
+benches = []
+if a.suite in ("micro", "all"):
+    benches += [("micro", t, n, "", 1000, ns) for t, n, ns in MICRO]
+if a.suite in ("echo", "all"):
+    benches += [("echo", 0, "echo_f64", f"n={{n}}", n, 8000.0) for n in (1, 10)]
+benches = [b for b in benches if not a.filter or any(f in b[2] for f in a.filter)]
+rows = []
+for suite, tier, name, param, ops, ns in benches:
+    print(f"# start suite={{suite}} benchmark={{name}} param={{param}}", file=sys.stderr, flush=True)
+    if mode == "hang" and name == env("HANG_BENCH", "mutex"):
+        child = subprocess.Popen(["sleep", "1000"])
+        with open(env("CHILD_PID_FILE", os.devnull), "w") as f:
+            f.write(str(child.pid))
+        child.wait()
+    if mode == "fail" and name == "mutex":
+        print(f"error: mutex: counter reached 999, expected 1000", file=sys.stderr, flush=True)
+        sys.exit(1)
+    times = []
+    for i in range(iterations):
+        elapsed = int(ns * ops * speed * (1 + 0.02 * rng.random()))
+        times.append(elapsed)
+        rows.append([RUNTIME, a.invocation, suite, tier, name, param, i, ops, elapsed, 0, 0])
+    times.sort()
+    print(f"# done suite={{suite}} benchmark={{name}} param={{param}} median_ns_per_op={{times[len(times)//2]/ops:.3f}}",
+          file=sys.stderr, flush=True)
+    print(f"{{name}} {{param}} ok")
+if mode == "badcsv":
+    rows[1][8] = "fast"
+if a.csv and mode != "nocsv":
+    tmp = a.csv + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(COLUMNS + "\n")
+        for r in rows:
+            f.write(",".join(str(v) for v in r) + "\n")
+    os.replace(tmp, a.csv)
+if a.meta:
+    meta = {{"runtime": RUNTIME, "runtime_version": "0.1.0", "compiler": "fake", "compiler_version": "1",
+            "tokio_version": None, "build_mode": "ReleaseFast", "target_cpu": "native", "allocator": "fake",
+            "machine": {{"hostname": "lab1", "arch": "x86_64", "cpu_model": "Test", "logical_cores": 8,
+                         "memory_bytes": 1, "kernel": "k", "os": "o"}}}}
+    with open(a.meta + ".tmp", "w") as f:
+        json.dump(meta, f)
+    os.replace(a.meta + ".tmp", a.meta)
+'''
+
+
+def install_fake_bench(folder: Path, runtime: str) -> Path:
+    path = folder / f"{runtime}_bench"
+    path.write_text(FAKE_BENCH.format(python=sys.executable, runtime=runtime), encoding="utf-8")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return path
+
+
+def cli_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FAKE_", "AMPERE_DATA_DIR", "NO_COLOR"))}
+    env.update(extra)
+    return env
