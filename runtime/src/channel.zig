@@ -5,6 +5,8 @@ const std = @import("std");
 
 pub const Bounded = @import("channel/bounded.zig").Bounded;
 pub const Oneshot = @import("channel/oneshot.zig").Oneshot;
+pub const Broadcast = @import("channel/broadcast.zig").Broadcast;
+pub const Watch = @import("channel/watch.zig").Watch;
 
 test {
     std.testing.refAllDecls(@This());
@@ -12,4 +14,6 @@ test {
     _ = @import("channel/common.zig");
     _ = @import("channel/bounded.zig");
     _ = @import("channel/oneshot.zig");
+    _ = @import("channel/broadcast.zig");
+    _ = @import("channel/watch.zig");
 }
