@@ -9,6 +9,9 @@
 //! - an unknown key, a malformed value or a value that would make a benchmark do no work is
 //!   an error (exit 2).
 
+/// Bound of list constants (the Zig side stores lists in fixed arrays of this size).
+pub const LIST_CAPACITY: usize = 16;
+
 /// The embedded constants file.
 pub const CONSTANTS_JSON: &str = include_str!("../../runtime/bench/constants.json");
 
@@ -100,6 +103,9 @@ impl Constants {
                 let items = value.as_array().ok_or_else(|| format!("constants.json: {key}: expected a list"))?;
                 let values: Option<Vec<u64>> = items.iter().map(|v| v.as_u64()).collect();
                 let values = values.ok_or_else(|| format!("constants.json: {key}: expected integers"))?;
+                if values.len() > LIST_CAPACITY {
+                    return Err(format!("constants.json: {key}: more than {LIST_CAPACITY} values"));
+                }
                 constants.set_list(key, values)
             } else {
                 let v = value.as_u64().ok_or_else(|| format!("constants.json: {key}: expected an integer"))?;
@@ -126,8 +132,11 @@ impl Constants {
             return Err(format!("--set: unknown key '{key}'"));
         }
         if is_list_key(key) {
-            let values: Result<Vec<u64>, String> = value.split(',').map(|v| parse_int(key, v)).collect();
-            self.set_list(key, values?);
+            let values: Vec<u64> = value.split(',').map(|v| parse_int(key, v)).collect::<Result<_, _>>()?;
+            if values.len() > LIST_CAPACITY {
+                return Err(format!("--set {key}: more than {LIST_CAPACITY} values"));
+            }
+            self.set_list(key, values);
         } else {
             self.set_scalar(key, parse_int(key, value)?);
         }
@@ -241,6 +250,8 @@ mod tests {
         assert!(c.apply_override("sync_ops=1,2").is_err());
         assert!(c.apply_override("sync_ops").unwrap_err().contains("KEY=VALUE"));
         assert!(c.apply_override("iterations=0").unwrap_err().contains("at least 1"));
+        let too_long = format!("echo_batch_sizes={}", (1..=17).map(|v| v.to_string()).collect::<Vec<_>>().join(","));
+        assert!(c.apply_override(&too_long).unwrap_err().contains("more than 16"));
     }
 
     #[test]

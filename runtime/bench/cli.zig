@@ -1,0 +1,228 @@
+//! Command line of both benchmark programs (README.md, "Program interface"); the same
+//! parser as rust_bench/src/cli.rs. Options take their value as the next argument or after
+//! `=` (`--suite=echo`). Parsing does not allocate: options borrow the argument strings, and
+//! the repeatable options are bounded (`repeat_max`).
+
+const std = @import("std");
+
+pub const usage =
+    \\usage: ampere_bench [--suite micro|echo|all] [--quick | --profile full|quick] [--filter SUBSTR]...
+    \\                    [--workers N] [--set KEY=VALUE]... [--invocation K]
+    \\                    [--csv PATH] [--meta PATH] [--json] [--list] [--help]
+    \\
+    \\  --suite S          micro (default), echo or all
+    \\  --quick            the quick profile of constants.json (same as --profile quick)
+    \\  --profile P        constant profile: full (default) or quick
+    \\  --filter SUBSTR    only benchmarks whose name contains SUBSTR (repeatable: any of them)
+    \\  --workers N        same as --set num_workers=N
+    \\  --set KEY=VALUE    override one constant (comma-separated integers for list keys)
+    \\  --invocation K     value of the CSV invocation column (default 0)
+    \\  --csv PATH         write measured rows to PATH (atomically; PATH must not exist)
+    \\  --meta PATH        write the metadata JSON to PATH (atomically; PATH must not exist)
+    \\  --json             print the summary JSON instead of the table
+    \\  --list             print `suite tier benchmark param` per selected benchmark and exit
+    \\  --help             this text
+    \\
+    \\exit codes: 0 success, 1 a benchmark failed its own check (or results could not be written),
+    \\2 bad command line
+    \\
+;
+
+/// Most `--filter` or `--set`/`--workers` options accepted (TIGER_STYLE: bounded).
+pub const repeat_max = 64;
+
+pub const Suite = enum {
+    micro,
+    echo,
+    all,
+
+    pub fn includes(self: Suite, suite: []const u8) bool {
+        return switch (self) {
+            .micro => std.mem.eql(u8, suite, "micro"),
+            .echo => std.mem.eql(u8, suite, "echo"),
+            .all => true,
+        };
+    }
+};
+
+/// One override: `KEY=VALUE` as given, or the value of `--workers` (applied as
+/// `num_workers=VALUE`).
+pub const Override = union(enum) {
+    assignment: []const u8,
+    workers: []const u8,
+};
+
+pub const Options = struct {
+    suite: Suite = .micro,
+    profile: []const u8 = "full",
+    filters: [repeat_max][]const u8 = undefined,
+    filter_len: usize = 0,
+    /// In command-line order.
+    overrides: [repeat_max]Override = undefined,
+    override_len: usize = 0,
+    invocation: u64 = 0,
+    csv: ?[]const u8 = null,
+    meta: ?[]const u8 = null,
+    json: bool = false,
+    list: bool = false,
+    help: bool = false,
+
+    pub fn filterList(self: *const Options) []const []const u8 {
+        return self.filters[0..self.filter_len];
+    }
+
+    pub fn overrideList(self: *const Options) []const Override {
+        return self.overrides[0..self.override_len];
+    }
+};
+
+pub const Error = error{BadCommandLine};
+
+/// The one-line message of a parse failure.
+pub const Diagnostic = struct {
+    buffer: [256]u8 = undefined,
+    len: usize = 0,
+
+    pub fn fail(self: *Diagnostic, comptime format: []const u8, args: anytype) Error {
+        const text = std.fmt.bufPrint(&self.buffer, format, args) catch self.buffer[0..];
+        self.len = text.len;
+        return error.BadCommandLine;
+    }
+
+    pub fn message(self: *const Diagnostic) []const u8 {
+        return self.buffer[0..self.len];
+    }
+};
+
+const value_flags = [_][]const u8{ "--suite", "--profile", "--filter", "--workers", "--set", "--invocation", "--csv", "--meta" };
+
+fn takesValue(flag: []const u8) bool {
+    for (value_flags) |f| if (std.mem.eql(u8, f, flag)) return true;
+    return false;
+}
+
+/// Parses the arguments after the program name.
+pub fn parse(args: []const []const u8, diag: *Diagnostic) Error!Options {
+    var options = Options{};
+    var i: usize = 0;
+    while (i < args.len) {
+        const arg = args[i];
+        i += 1;
+        var flag = arg;
+        var inline_value: ?[]const u8 = null;
+        if (std.mem.startsWith(u8, arg, "--")) {
+            if (std.mem.indexOfScalar(u8, arg, '=')) |eq| {
+                flag = arg[0..eq];
+                inline_value = arg[eq + 1 ..];
+            }
+        }
+        var value: []const u8 = "";
+        if (takesValue(flag)) {
+            if (inline_value) |v| {
+                value = v;
+            } else {
+                if (i >= args.len) return diag.fail("{s} needs a value", .{flag});
+                value = args[i];
+                i += 1;
+            }
+        } else if (inline_value != null) {
+            return diag.fail("{s} takes no value", .{flag});
+        }
+        const eql = std.mem.eql;
+        if (eql(u8, flag, "--suite")) {
+            options.suite = std.meta.stringToEnum(Suite, value) orelse
+                return diag.fail("--suite: unknown suite '{s}' (micro, echo, all)", .{value});
+        } else if (eql(u8, flag, "--quick")) {
+            options.profile = "quick";
+        } else if (eql(u8, flag, "--profile")) {
+            if (!eql(u8, value, "full") and !eql(u8, value, "quick")) {
+                return diag.fail("--profile: unknown profile '{s}' (full, quick)", .{value});
+            }
+            options.profile = value;
+        } else if (eql(u8, flag, "--filter")) {
+            if (value.len == 0) return diag.fail("--filter needs a non-empty substring", .{});
+            if (options.filter_len == repeat_max) return diag.fail("more than {d} --filter options", .{repeat_max});
+            options.filters[options.filter_len] = value;
+            options.filter_len += 1;
+        } else if (eql(u8, flag, "--workers") or eql(u8, flag, "--set")) {
+            const is_workers = eql(u8, flag, "--workers");
+            if (is_workers) {
+                _ = std.fmt.parseInt(u64, value, 10) catch return diag.fail("--workers: '{s}' is not an integer", .{value});
+            }
+            if (options.override_len == repeat_max) return diag.fail("more than {d} --set/--workers options", .{repeat_max});
+            options.overrides[options.override_len] = if (is_workers) .{ .workers = value } else .{ .assignment = value };
+            options.override_len += 1;
+        } else if (eql(u8, flag, "--invocation")) {
+            options.invocation = std.fmt.parseInt(u64, value, 10) catch
+                return diag.fail("--invocation: '{s}' is not a non-negative integer", .{value});
+        } else if (eql(u8, flag, "--csv") or eql(u8, flag, "--meta")) {
+            if (value.len == 0) return diag.fail("{s} needs a path", .{flag});
+            if (eql(u8, flag, "--csv")) options.csv = value else options.meta = value;
+        } else if (eql(u8, flag, "--json")) {
+            options.json = true;
+        } else if (eql(u8, flag, "--list")) {
+            options.list = true;
+        } else if (eql(u8, flag, "--help") or eql(u8, flag, "-h")) {
+            options.help = true;
+        } else {
+            return diag.fail("unknown argument '{s}' (see --help)", .{flag});
+        }
+    }
+    return options;
+}
+
+const testing = std.testing;
+
+fn words(comptime text: []const u8) []const []const u8 {
+    comptime {
+        var list: []const []const u8 = &.{};
+        var it = std.mem.tokenizeScalar(u8, text, ' ');
+        while (it.next()) |w| list = list ++ .{w};
+        return list;
+    }
+}
+
+test "defaults" {
+    var diag = Diagnostic{};
+    const o = try parse(&.{}, &diag);
+    try testing.expectEqual(Suite.micro, o.suite);
+    try testing.expectEqualStrings("full", o.profile);
+    try testing.expect(!o.json and !o.list and !o.help and o.csv == null);
+}
+
+test "every flag" {
+    var diag = Diagnostic{};
+    const o = try parse(comptime words("--suite all --quick --filter mutex --filter=echo --workers 2 --set sync_ops=5 " ++
+        "--invocation 3 --csv out.csv --meta=m.json --json --list --help"), &diag);
+    try testing.expectEqual(Suite.all, o.suite);
+    try testing.expectEqualStrings("quick", o.profile);
+    try testing.expectEqual(@as(usize, 2), o.filterList().len);
+    try testing.expectEqualStrings("echo", o.filterList()[1]);
+    try testing.expectEqualStrings("2", o.overrideList()[0].workers);
+    try testing.expectEqualStrings("sync_ops=5", o.overrideList()[1].assignment);
+    try testing.expectEqual(@as(u64, 3), o.invocation);
+    try testing.expectEqualStrings("out.csv", o.csv.?);
+    try testing.expectEqualStrings("m.json", o.meta.?);
+    try testing.expect(o.json and o.list and o.help);
+    const p = try parse(comptime words("--profile quick --set=echo_batch_sizes=1,2"), &diag);
+    try testing.expectEqualStrings("quick", p.profile);
+    try testing.expectEqualStrings("echo_batch_sizes=1,2", p.overrideList()[0].assignment);
+}
+
+test "errors" {
+    const cases = .{
+        .{ "--suite nope", "unknown suite" },
+        .{ "--profile fast", "unknown profile" },
+        .{ "--invocation -1", "not a non-negative integer" },
+        .{ "--workers x", "not an integer" },
+        .{ "--csv", "needs a value" },
+        .{ "--bogus", "unknown argument" },
+        .{ "--json=1", "takes no value" },
+        .{ "positional", "unknown argument" },
+    };
+    inline for (cases) |case| {
+        var diag = Diagnostic{};
+        try testing.expectError(error.BadCommandLine, parse(comptime words(case[0]), &diag));
+        try testing.expect(std.mem.indexOf(u8, diag.message(), case[1]) != null);
+    }
+}

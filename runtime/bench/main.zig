@@ -1,0 +1,330 @@
+//! ampere_bench: the ampere side of the ampere vs Tokio benchmarks.
+//!
+//! Same program interface, benchmarks, CSV/JSON/metadata as rust_bench (README.md in this
+//! folder). Flow: parse the command line, load the constants profile and apply overrides,
+//! select the cases, then run them one by one (progress on stderr between cases, never inside
+//! a timed region), and finally write the CSV and print the table or the summary JSON. A
+//! benchmark that fails its own check stops the program with exit code 1; a bad command line
+//! exits with 2.
+//!
+//! Every allocation of the program goes through one `CountingAllocator` around
+//! `std.heap.c_allocator` (glibc malloc), the allocator the benchmarks hand to the runtime
+//! and to every primitive, so runtime-internal allocations are counted as on the Rust side.
+//!
+//! Only benchmarks whose ampere primitives exist are registered (`benches`); the others are
+//! listed as missing in README.md's fairness table. No benchmark is stubbed.
+
+const std = @import("std");
+const harness = @import("harness.zig");
+const constants_mod = @import("constants.zig");
+const cli = @import("cli.zig");
+const output = @import("output.zig");
+const sync_tiers = @import("sync_tiers.zig");
+
+const Constants = constants_mod.Constants;
+const Case = harness.Case;
+const Ctx = harness.Ctx;
+const Outcome = harness.Outcome;
+const CountingAllocator = harness.CountingAllocator;
+
+const runtime_name = "ampere";
+
+const BenchFn = *const fn (*Ctx) harness.Error!void;
+
+const Bench = struct {
+    suite: []const u8,
+    tier: u8,
+    name: []const u8,
+    run: BenchFn,
+};
+
+/// The registered benchmarks in canonical order (README.md). Benchmarks of the spec that are
+/// not here yet: tiers 1–4 and the echo suite (waiting for the ampere primitives/runtime).
+const benches = [_]Bench{
+    .{ .suite = "micro", .tier = 0, .name = "floor_cas_store", .run = sync_tiers.floorCasStore },
+    .{ .suite = "micro", .tier = 0, .name = "floor_fetch_add", .run = sync_tiers.floorFetchAdd },
+};
+
+/// Operations per iteration of a micro benchmark (README.md table; same as the Rust side).
+fn microOps(name: []const u8, c: *const Constants) u64 {
+    const eql = std.mem.eql;
+    if (eql(u8, name, "channel_mpmc")) return c.mpmc_producers * (c.async_ops / c.mpmc_producers);
+    if (eql(u8, name, "channel_mpsc")) return c.mpsc_producers * (c.async_ops / c.mpsc_producers);
+    if (eql(u8, name, "mutex_contended")) return c.contended_mutex_tasks * (c.async_ops / c.contended_mutex_tasks);
+    if (eql(u8, name, "rwlock_contended")) return (c.rwlock_readers + c.rwlock_writers) * c.rwlock_ops_per_task;
+    if (eql(u8, name, "semaphore_contended")) return c.contended_sem_tasks * (c.async_ops / c.contended_sem_tasks);
+    if (eql(u8, name, "task_spawn") or eql(u8, name, "blocking_spawn")) return c.task_ops;
+    if (eql(u8, name, "task_spawn_batch")) return (c.task_ops / c.spawn_batch_size) * c.spawn_batch_size;
+    if (eql(u8, name, "yield_many")) return c.yield_tasks * c.yield_per_task;
+    if (eql(u8, name, "ping_pong")) return c.ping_pong_rounds;
+    if (eql(u8, name, "chained_spawn")) return c.chain_length;
+    const channel_benches = [_][]const u8{ "channel_send", "channel_recv", "channel_roundtrip", "oneshot", "broadcast", "watch" };
+    for (channel_benches) |channel| if (eql(u8, name, channel)) return c.channel_ops;
+    return c.sync_ops;
+}
+
+const Selected = struct { case: Case, run: BenchFn };
+
+/// Appends the cases (benchmark × param) of `bench` to `list`.
+fn appendCases(gpa: std.mem.Allocator, list: *std.ArrayList(Selected), bench: Bench, c: *const Constants) !void {
+    const eql = std.mem.eql;
+    if (!eql(u8, bench.suite, "echo")) {
+        try list.append(gpa, .{ .case = Case.micro(bench.tier, bench.name, microOps(bench.name, c)), .run = bench.run });
+        return;
+    }
+    if (eql(u8, bench.name, "echo_bytes_sweep") or eql(u8, bench.name, "echo_shared_sweep")) {
+        const max = if (eql(u8, bench.name, "echo_bytes_sweep")) c.echo_sweep_max_bytes else c.echo_shared_max_bytes;
+        var sweep = constants_mod.Sweep.init(c.echo_sweep_min_bytes, max);
+        while (sweep.next()) |size| {
+            try list.append(gpa, .{ .case = Case.echo(bench.name, "size={d}", size, c.echo_sweep_n, size), .run = bench.run });
+        }
+        return;
+    }
+    const size: u64 = if (eql(u8, bench.name, "echo_f64")) 8 else c.echo_payload_bytes;
+    for (c.echo_batch_sizes.items()) |n| {
+        try list.append(gpa, .{ .case = Case.echo(bench.name, "n={d}", n, n, size), .run = bench.run });
+    }
+}
+
+/// Selected cases in canonical order.
+fn select(gpa: std.mem.Allocator, registry: []const Bench, options: *const cli.Options, c: *const Constants) !std.ArrayList(Selected) {
+    var list: std.ArrayList(Selected) = .empty;
+    errdefer list.deinit(gpa);
+    for (registry) |bench| {
+        if (!options.suite.includes(bench.suite)) continue;
+        if (options.filter_len > 0) {
+            var matched = false;
+            for (options.filterList()) |filter| {
+                if (std.mem.indexOf(u8, bench.name, filter) != null) matched = true;
+            }
+            if (!matched) continue;
+        }
+        try appendCases(gpa, &list, bench, c);
+    }
+    return list;
+}
+
+/// How `run` ended: the exit code and, for codes 1 and 2, the one-line message.
+const Exit = struct {
+    code: u8,
+    message_buffer: [512]u8 = undefined,
+    message_len: usize = 0,
+
+    fn fail(code: u8, comptime format: []const u8, args: anytype) Exit {
+        var exit = Exit{ .code = code };
+        const text = std.fmt.bufPrint(&exit.message_buffer, format, args) catch exit.message_buffer[0..];
+        exit.message_len = text.len;
+        return exit;
+    }
+
+    fn message(self: *const Exit) []const u8 {
+        return self.message_buffer[0..self.message_len];
+    }
+};
+
+fn usageError(comptime format: []const u8, args: anytype) Exit {
+    return Exit.fail(2, format, args);
+}
+
+/// The whole program minus process concerns; writes the table/JSON/list to `out`.
+fn run(gpa: std.mem.Allocator, counting: *CountingAllocator, args: []const []const u8, out: *std.Io.Writer) Exit {
+    var cli_diag = cli.Diagnostic{};
+    const options = cli.parse(args, &cli_diag) catch return usageError("{s}", .{cli_diag.message()});
+    if (options.help) {
+        out.writeAll(cli.usage) catch return Exit.fail(1, "cannot write to stdout", .{});
+        return .{ .code = 0 };
+    }
+    var diag = constants_mod.Diagnostic{};
+    var c = Constants.load(gpa, options.profile, &diag) catch return usageError("{s}", .{diag.message()});
+    for (options.overrideList()) |override| {
+        var buffer: [64]u8 = undefined;
+        const assignment = switch (override) {
+            .assignment => |text| text,
+            .workers => |n| std.fmt.bufPrint(&buffer, "num_workers={s}", .{n}) catch
+                return usageError("--workers: '{s}' is too long", .{n}),
+        };
+        c.applyOverride(assignment, &diag) catch return usageError("{s}", .{diag.message()});
+    }
+    var selected = select(gpa, &benches, &options, &c) catch return Exit.fail(1, "out of memory", .{});
+    defer selected.deinit(gpa);
+    if (selected.items.len == 0) return usageError("no benchmark matches the suite and filters", .{});
+    if (options.list) {
+        for (selected.items) |*s| s.case.writeListLine(out) catch return Exit.fail(1, "cannot write to stdout", .{});
+        return .{ .code = 0 };
+    }
+    for ([_]?[]const u8{ options.csv, options.meta }) |maybe_path| {
+        const path = maybe_path orelse continue;
+        output.checkNew(path) catch return usageError("{s} exists (results are never overwritten)", .{path});
+        if (!output.parentExists(path)) return usageError("{s}: folder does not exist", .{std.fs.path.dirname(path) orelse "."});
+    }
+    if (options.meta) |path| {
+        var arena = std.heap.ArenaAllocator.init(gpa);
+        defer arena.deinit();
+        var text = std.Io.Writer.Allocating.init(arena.allocator());
+        output.writeMeta(&text.writer, output.Machine.read(arena.allocator())) catch return Exit.fail(1, "out of memory", .{});
+        output.writeAtomic(path, text.written()) catch |err| return Exit.fail(1, "{s}: {s}", .{ path, @errorName(err) });
+    }
+
+    var outcomes: std.ArrayList(Outcome) = .empty;
+    defer {
+        for (outcomes.items) |o| gpa.free(o.samples);
+        outcomes.deinit(gpa);
+    }
+    outcomes.ensureTotalCapacity(gpa, selected.items.len) catch return Exit.fail(1, "out of memory", .{});
+    for (selected.items) |*s| {
+        const expected: usize = @intCast(if (std.mem.eql(u8, s.case.suite, "echo")) c.echo_batches else c.iterations);
+        const samples = gpa.alloc(harness.Sample, expected) catch return Exit.fail(1, "out of memory", .{});
+        harness.progressStart(&s.case);
+        var ctx = Ctx{ .constants = &c, .counting = counting, .case = &s.case, .samples = samples };
+        s.run(&ctx) catch {
+            gpa.free(samples);
+            return Exit.fail(1, "{s}: {s}", .{ s.case.name, ctx.message() });
+        };
+        if (ctx.sample_len != expected) {
+            gpa.free(samples);
+            return Exit.fail(1, "{s}: {d} samples, expected {d}", .{ s.case.name, ctx.sample_len, expected });
+        }
+        const outcome = Outcome.init(s.case, samples, gpa) catch {
+            gpa.free(samples);
+            return Exit.fail(1, "out of memory", .{});
+        };
+        harness.progressDone(&outcome.case, outcome.stats);
+        outcomes.appendAssumeCapacity(outcome);
+    }
+
+    if (options.csv) |path| {
+        var text = std.Io.Writer.Allocating.init(gpa);
+        defer text.deinit();
+        output.writeCsv(&text.writer, runtime_name, options.invocation, outcomes.items) catch return Exit.fail(1, "out of memory", .{});
+        output.writeAtomic(path, text.written()) catch |err| return Exit.fail(1, "{s}: {s}", .{ path, @errorName(err) });
+    }
+    const written = if (options.json)
+        output.writeSummary(out, runtime_name, options.profile, options.invocation, &c, outcomes.items)
+    else
+        output.writeTable(out, runtime_name, outcomes.items);
+    written catch return Exit.fail(1, "cannot write to stdout", .{});
+    return .{ .code = 0 };
+}
+
+pub fn main() u8 {
+    var counting = CountingAllocator.init(std.heap.c_allocator);
+    const gpa = counting.allocator();
+    const args = std.process.argsAlloc(gpa) catch {
+        std.debug.print("error: out of memory\n", .{});
+        return 1;
+    };
+    defer std.process.argsFree(gpa, args);
+    var stdout_buffer: [16 * 1024]u8 = undefined;
+    // Streaming, not positional: stdout may be a file shared with other writers (an orchestrator
+    // appending to a log), and positional writes would start at offset 0 and clobber it.
+    var stdout = std.fs.File.stdout().writerStreaming(&stdout_buffer);
+    const view: []const []const u8 = @ptrCast(args[1..]);
+    const exit = run(gpa, &counting, view, &stdout.interface);
+    stdout.interface.flush() catch {};
+    if (exit.code != 0) std.debug.print("error: {s}\n", .{exit.message()});
+    return exit.code;
+}
+
+test {
+    _ = harness;
+    _ = constants_mod;
+    _ = cli;
+    _ = output;
+    _ = sync_tiers;
+}
+
+const testing = std.testing;
+
+fn runArgs(counting: *CountingAllocator, comptime line: []const u8, out: *std.Io.Writer) Exit {
+    comptime var list: []const []const u8 = &.{};
+    comptime {
+        var it = std.mem.tokenizeScalar(u8, line, ' ');
+        while (it.next()) |w| list = list ++ .{w};
+    }
+    return run(testing.allocator, counting, list, out);
+}
+
+test "list, json and table" {
+    var counting = CountingAllocator.init(testing.allocator);
+    var aw = std.Io.Writer.Allocating.init(testing.allocator);
+    defer aw.deinit();
+    try testing.expectEqual(@as(u8, 0), runArgs(&counting, "--quick --list", &aw.writer).code);
+    try testing.expectEqualStrings("micro 0 floor_cas_store\nmicro 0 floor_fetch_add\n", aw.written());
+    aw.clearRetainingCapacity();
+    try testing.expectEqual(@as(u8, 0), runArgs(&counting, "--quick --json --filter fetch", &aw.writer).code);
+    const parsed = try std.json.parseFromSlice(std.json.Value, testing.allocator, aw.written(), .{});
+    defer parsed.deinit();
+    const entry = parsed.value.object.get("benchmarks").?.object.get("floor_fetch_add").?.object;
+    try testing.expectEqual(@as(i64, 2000), entry.get("ops_per_iter").?.integer);
+    aw.clearRetainingCapacity();
+    try testing.expectEqual(@as(u8, 0), runArgs(&counting, "--quick --set sync_ops=10", &aw.writer).code);
+    try testing.expect(std.mem.indexOf(u8, aw.written(), "(2 benchmarks, runtime ampere)") != null);
+}
+
+test "command line errors exit 2" {
+    var counting = CountingAllocator.init(testing.allocator);
+    var aw = std.Io.Writer.Allocating.init(testing.allocator);
+    defer aw.deinit();
+    const lines = .{ "--suite nope", "--set nope=1", "--set sync_ops=x", "--filter zzz_no_such", "--profile x", "--workers 0" };
+    inline for (lines) |line| {
+        const exit = runArgs(&counting, line, &aw.writer);
+        try testing.expectEqual(@as(u8, 2), exit.code);
+        try testing.expect(exit.message().len > 0);
+    }
+}
+
+test "quick run writes csv and meta, and never overwrites" {
+    var tmp = testing.tmpDir(.{});
+    defer tmp.cleanup();
+    var dir_buffer: [std.fs.max_path_bytes]u8 = undefined;
+    const dir = try tmp.dir.realpath(".", &dir_buffer);
+    var csv_buffer: [std.fs.max_path_bytes]u8 = undefined;
+    var meta_buffer: [std.fs.max_path_bytes]u8 = undefined;
+    const csv = try std.fmt.bufPrint(&csv_buffer, "{s}/ampere.csv", .{dir});
+    const meta = try std.fmt.bufPrint(&meta_buffer, "{s}/ampere.meta.json", .{dir});
+    const args = [_][]const u8{ "--quick", "--invocation", "1", "--csv", csv, "--meta", meta };
+    var counting = CountingAllocator.init(testing.allocator);
+    var aw = std.Io.Writer.Allocating.init(testing.allocator);
+    defer aw.deinit();
+    try testing.expectEqual(@as(u8, 0), run(testing.allocator, &counting, &args, &aw.writer).code);
+    const text = try tmp.dir.readFileAlloc(testing.allocator, "ampere.csv", 1 << 20);
+    defer testing.allocator.free(text);
+    var lines = std.mem.splitScalar(u8, text, '\n');
+    try testing.expectEqualStrings(output.csv_header, lines.next().?);
+    try testing.expect(std.mem.startsWith(u8, lines.next().?, "ampere,1,micro,0,floor_cas_store,,0,2000,"));
+    try testing.expectEqual(@as(usize, 1 + 3 + 3 + 1), std.mem.count(u8, text, "\n") + 1);
+    const meta_text = try tmp.dir.readFileAlloc(testing.allocator, "ampere.meta.json", 1 << 20);
+    defer testing.allocator.free(meta_text);
+    const parsed = try std.json.parseFromSlice(std.json.Value, testing.allocator, meta_text, .{});
+    defer parsed.deinit();
+    try testing.expectEqualStrings("ampere", parsed.value.object.get("runtime").?.string);
+    try testing.expectEqual(@as(u8, 2), run(testing.allocator, &counting, &args, &aw.writer).code);
+}
+
+test "echo cases expand like the Rust side" {
+    var diag = constants_mod.Diagnostic{};
+    const c = try Constants.load(testing.allocator, "full", &diag);
+    var list: std.ArrayList(Selected) = .empty;
+    defer list.deinit(testing.allocator);
+    const names = [_][]const u8{ "echo_f64", "echo_string_1mib", "echo_bytes_1mib", "echo_bytes_sweep", "echo_shared_sweep" };
+    for (names) |name| {
+        try appendCases(testing.allocator, &list, .{ .suite = "echo", .tier = 0, .name = name, .run = sync_tiers.floorCasStore }, &c);
+    }
+    // 3 × 3 batch sizes + 18 bytes sizes (8 B … 1 MiB) + 7 shared sizes (8 … 512 B).
+    try testing.expectEqual(@as(usize, 9 + 18 + 7), list.items.len);
+    try testing.expectEqualStrings("n=1", list.items[0].case.param());
+    try testing.expectEqual(@as(u64, 1 << 20), list.items[9 + 17].case.size);
+    try testing.expectEqualStrings("size=512", list.items[list.items.len - 1].case.param());
+    try testing.expectEqual(@as(u64, 100), list.items[list.items.len - 1].case.ops);
+}
+
+test "ops follow the README table" {
+    var diag = constants_mod.Diagnostic{};
+    const c = try Constants.load(testing.allocator, "full", &diag);
+    try testing.expectEqual(@as(u64, 1_000_000), microOps("mutex", &c));
+    try testing.expectEqual(@as(u64, 100_000), microOps("watch", &c));
+    try testing.expectEqual(@as(u64, 10_002), microOps("rwlock_contended", &c));
+    try testing.expectEqual(@as(u64, 1_000), microOps("task_spawn_batch", &c));
+    try testing.expectEqual(@as(u64, 200_000), microOps("yield_many", &c));
+    try testing.expectEqual(@as(u64, 10_000), microOps("channel_mpmc", &c));
+}

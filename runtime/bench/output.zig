@@ -1,0 +1,448 @@
+//! Output formats: CSV rows, the summary JSON, the human table, the metadata JSON (with the
+//! machine facts), and atomic file writes. Same columns, keys, key order and layout as the
+//! Rust side (rust_bench/src/output.rs): JSON objects pretty-printed with two-space
+//! indentation, lists inline, floats in shortest round-trip form with a `.0` when integral.
+
+const std = @import("std");
+const builtin = @import("builtin");
+const ampere = @import("ampere");
+const harness = @import("harness.zig");
+const constants_mod = @import("constants.zig");
+
+const Writer = std.Io.Writer;
+const Outcome = harness.Outcome;
+const Constants = constants_mod.Constants;
+
+pub const csv_header = "runtime,invocation,suite,tier,benchmark,param,iteration,ops,elapsed_ns,alloc_bytes,alloc_count";
+
+/// The CSV text of all measured rows.
+pub fn writeCsv(out: *Writer, runtime: []const u8, invocation: u64, outcomes: []const Outcome) Writer.Error!void {
+    try out.print("{s}\n", .{csv_header});
+    for (outcomes) |outcome| {
+        const case = &outcome.case;
+        for (outcome.samples, 0..) |s, iteration| {
+            try out.print("{s},{d},{s},{d},{s},{s},{d},{d},{d},{d},{d}\n", .{
+                runtime,  invocation, case.suite,    case.tier,      case.name,     case.param(),
+                iteration, case.ops,  s.elapsed_ns, s.alloc_bytes, s.alloc_count,
+            });
+        }
+    }
+}
+
+/// A JSON float as serde_json writes it: shortest round-trip digits, `.0` if integral.
+fn writeFloat(out: *Writer, value: f64) Writer.Error!void {
+    if (!std.math.isFinite(value)) return out.writeAll("null");
+    var buffer: [64]u8 = undefined;
+    const text = std.fmt.bufPrint(&buffer, "{d}", .{value}) catch unreachable; // 64 bytes suffice
+    try out.writeAll(text);
+    if (std.mem.indexOfAny(u8, text, ".e") == null) try out.writeAll(".0");
+}
+
+fn writeString(out: *Writer, text: []const u8) Writer.Error!void {
+    try out.print("{f}", .{std.json.fmt(text, .{})});
+}
+
+fn indent(out: *Writer, depth: usize) Writer.Error!void {
+    try out.splatByteAll(' ', 2 * depth);
+}
+
+/// `"key": ` at `depth`, preceded by `,\n` unless it is the first field.
+fn key(out: *Writer, depth: usize, first: bool, name: []const u8) Writer.Error!void {
+    if (!first) try out.writeAll(",\n");
+    try indent(out, depth);
+    try writeString(out, name);
+    try out.writeAll(": ");
+}
+
+fn writeConstants(out: *Writer, c: *const Constants, depth: usize) Writer.Error!void {
+    try out.writeAll("{\n");
+    inline for (Constants.fields, 0..) |field, i| {
+        try key(out, depth + 1, i == 0, field.name);
+        if (field.type == constants_mod.List) {
+            try out.writeByte('[');
+            for (@field(c, field.name).items(), 0..) |v, j| {
+                if (j > 0) try out.writeAll(", ");
+                try out.print("{d}", .{v});
+            }
+            try out.writeByte(']');
+        } else {
+            try out.print("{d}", .{@field(c, field.name)});
+        }
+    }
+    try out.writeByte('\n');
+    try indent(out, depth);
+    try out.writeByte('}');
+}
+
+/// The summary JSON (`--json`).
+pub fn writeSummary(
+    out: *Writer,
+    runtime: []const u8,
+    profile: []const u8,
+    invocation: u64,
+    c: *const Constants,
+    outcomes: []const Outcome,
+) Writer.Error!void {
+    try out.writeAll("{\n");
+    try key(out, 1, true, "metadata");
+    try out.writeAll("{\n");
+    try key(out, 2, true, "runtime");
+    try writeString(out, runtime);
+    try key(out, 2, false, "profile");
+    try writeString(out, profile);
+    try key(out, 2, false, "invocation");
+    try out.print("{d}", .{invocation});
+    try key(out, 2, false, "workers");
+    try out.print("{d}", .{c.num_workers});
+    try key(out, 2, false, "constants");
+    try writeConstants(out, c, 2);
+    try out.writeByte('\n');
+    try indent(out, 1);
+    try out.writeByte('}');
+    try key(out, 1, false, "benchmarks");
+    if (outcomes.len == 0) {
+        try out.writeAll("{}");
+    } else {
+        try out.writeAll("{\n");
+        for (outcomes, 0..) |*outcome, i| {
+            const stats = outcome.stats;
+            if (i > 0) try out.writeAll(",\n");
+            try indent(out, 2);
+            try out.writeByte('"');
+            try outcome.case.writeKey(out);
+            try out.writeAll("\": {\n");
+            try key(out, 3, true, "suite");
+            try writeString(out, outcome.case.suite);
+            try key(out, 3, false, "tier");
+            try out.print("{d}", .{outcome.case.tier});
+            try key(out, 3, false, "param");
+            try writeString(out, outcome.case.param());
+            try key(out, 3, false, "ns_per_op");
+            try writeFloat(out, stats.ns_per_op);
+            try key(out, 3, false, "ops_per_sec");
+            try writeFloat(out, stats.ops_per_sec);
+            try key(out, 3, false, "median_ns");
+            try out.print("{d}", .{stats.median_ns});
+            try key(out, 3, false, "min_ns");
+            try out.print("{d}", .{stats.min_ns});
+            try key(out, 3, false, "ops_per_iter");
+            try out.print("{d}", .{outcome.case.ops});
+            try key(out, 3, false, "bytes_per_op");
+            try writeFloat(out, stats.bytes_per_op);
+            try key(out, 3, false, "allocs_per_op");
+            try writeFloat(out, stats.allocs_per_op);
+            try out.writeByte('\n');
+            try indent(out, 2);
+            try out.writeByte('}');
+        }
+        try out.writeByte('\n');
+        try indent(out, 1);
+        try out.writeByte('}');
+    }
+    try out.writeAll("\n}\n");
+}
+
+/// The human table (default stdout).
+pub fn writeTable(out: *Writer, runtime: []const u8, outcomes: []const Outcome) Writer.Error!void {
+    try out.print("{s:<6} {s:>4}  {s:<20} {s:<12} {s:>14} {s:>16} {s:>14} {s:>14} {s:>12} {s:>10}\n", .{
+        "suite", "tier", "benchmark", "param", "ns/op", "ops/sec", "median_ns", "min_ns", "B/op", "allocs/op",
+    });
+    for (outcomes) |*o| {
+        const s = o.stats;
+        try out.print("{s:<6} {d:>4}  {s:<20} {s:<12} {d:>14.3} {d:>16.0} {d:>14} {d:>14} {d:>12.3} {d:>10.4}\n", .{
+            o.case.suite, o.case.tier, o.case.name, o.case.param(), s.ns_per_op, s.ops_per_sec,
+            s.median_ns,  s.min_ns,    s.bytes_per_op, s.allocs_per_op,
+        });
+    }
+    try out.print("({d} benchmarks, runtime {s})\n", .{ outcomes.len, runtime });
+}
+
+// -- metadata -------------------------------------------------------------------------------
+
+/// Machine facts, read the same way as the Rust side: /proc/cpuinfo (`model name`, number of
+/// `processor` lines), /proc/meminfo (`MemTotal`), /proc/sys/kernel/{hostname,osrelease},
+/// /etc/os-release (`PRETTY_NAME`). Unreadable facts are null.
+pub const Machine = struct {
+    hostname: ?[]const u8,
+    arch: []const u8,
+    cpu_model: ?[]const u8,
+    logical_cores: ?u64,
+    memory_bytes: ?u64,
+    kernel: ?[]const u8,
+    os: ?[]const u8,
+
+    /// Reads the facts; the strings live in `arena`.
+    pub fn read(arena: std.mem.Allocator) Machine {
+        const cpuinfo = readFile(arena, "/proc/cpuinfo") orelse "";
+        const meminfo = readFile(arena, "/proc/meminfo") orelse "";
+        const os_release = readFile(arena, "/etc/os-release") orelse "";
+        const cores = countFields(cpuinfo, "processor");
+        return .{
+            .hostname = trimmed(readFile(arena, "/proc/sys/kernel/hostname")),
+            .arch = @tagName(builtin.cpu.arch),
+            .cpu_model = fieldValue(cpuinfo, "model name"),
+            .logical_cores = if (cores > 0) cores else null,
+            .memory_bytes = memTotalBytes(meminfo),
+            .kernel = trimmed(readFile(arena, "/proc/sys/kernel/osrelease")),
+            .os = prettyName(os_release),
+        };
+    }
+};
+
+fn readFile(arena: std.mem.Allocator, path: []const u8) ?[]const u8 {
+    return std.fs.cwd().readFileAlloc(arena, path, 4 << 20) catch null;
+}
+
+fn trimmed(text: ?[]const u8) ?[]const u8 {
+    return if (text) |t| std.mem.trim(u8, t, " \t\r\n") else null;
+}
+
+/// `name` of a `name : value` line, trimmed.
+fn fieldName(line: []const u8) ?[]const u8 {
+    const colon = std.mem.indexOfScalar(u8, line, ':') orelse return null;
+    return std.mem.trim(u8, line[0..colon], " \t");
+}
+
+/// Value of the first `name : value` line whose name is `name`.
+pub fn fieldValue(text: []const u8, name: []const u8) ?[]const u8 {
+    var lines = std.mem.splitScalar(u8, text, '\n');
+    while (lines.next()) |line| {
+        const found = fieldName(line) orelse continue;
+        if (std.mem.eql(u8, found, name)) {
+            const colon = std.mem.indexOfScalar(u8, line, ':').?;
+            return std.mem.trim(u8, line[colon + 1 ..], " \t\r");
+        }
+    }
+    return null;
+}
+
+fn countFields(text: []const u8, name: []const u8) u64 {
+    var count: u64 = 0;
+    var lines = std.mem.splitScalar(u8, text, '\n');
+    while (lines.next()) |line| {
+        const found = fieldName(line) orelse continue;
+        if (std.mem.eql(u8, found, name)) count += 1;
+    }
+    return count;
+}
+
+/// `MemTotal:  24576000 kB` → bytes.
+pub fn memTotalBytes(meminfo: []const u8) ?u64 {
+    const value = fieldValue(meminfo, "MemTotal") orelse return null;
+    var words = std.mem.tokenizeAny(u8, value, " \t");
+    const kib = std.fmt.parseInt(u64, words.next() orelse return null, 10) catch return null;
+    return kib * 1024;
+}
+
+/// `PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"` → the unquoted value.
+pub fn prettyName(os_release: []const u8) ?[]const u8 {
+    const prefix = "PRETTY_NAME=";
+    var lines = std.mem.splitScalar(u8, os_release, '\n');
+    while (lines.next()) |line| {
+        if (std.mem.startsWith(u8, line, prefix)) {
+            const value = std.mem.trim(u8, line[prefix.len..], " \t\r");
+            return std.mem.trim(u8, std.mem.trim(u8, value, "\""), "'");
+        }
+    }
+    return null;
+}
+
+fn writeOptString(out: *Writer, text: ?[]const u8) Writer.Error!void {
+    if (text) |t| try writeString(out, t) else try out.writeAll("null");
+}
+
+fn writeOptInt(out: *Writer, value: ?u64) Writer.Error!void {
+    if (value) |v| try out.print("{d}", .{v}) else try out.writeAll("null");
+}
+
+/// The runtime's version (ampere.version once the runtime exports it; build.zig.zon says 0.1.0).
+pub const ampere_version: []const u8 = if (@hasDecl(ampere, "version")) ampere.version else "0.1.0";
+
+/// The metadata JSON (`--meta`).
+pub fn writeMeta(out: *Writer, machine: Machine) Writer.Error!void {
+    try out.writeAll("{\n");
+    try key(out, 1, true, "runtime");
+    try writeString(out, "ampere");
+    try key(out, 1, false, "runtime_version");
+    try writeString(out, ampere_version);
+    try key(out, 1, false, "compiler");
+    try writeString(out, "zig");
+    try key(out, 1, false, "compiler_version");
+    try writeString(out, builtin.zig_version_string);
+    try key(out, 1, false, "tokio_version");
+    try out.writeAll("null");
+    try key(out, 1, false, "build_mode");
+    try writeString(out, @tagName(builtin.mode));
+    try key(out, 1, false, "target_cpu");
+    try writeString(out, "native");
+    try key(out, 1, false, "allocator");
+    try writeString(out, "glibc malloc via CountingAllocator");
+    try key(out, 1, false, "machine");
+    try out.writeAll("{\n");
+    try key(out, 2, true, "hostname");
+    try writeOptString(out, machine.hostname);
+    try key(out, 2, false, "arch");
+    try writeString(out, machine.arch);
+    try key(out, 2, false, "cpu_model");
+    try writeOptString(out, machine.cpu_model);
+    try key(out, 2, false, "logical_cores");
+    try writeOptInt(out, machine.logical_cores);
+    try key(out, 2, false, "memory_bytes");
+    try writeOptInt(out, machine.memory_bytes);
+    try key(out, 2, false, "kernel");
+    try writeOptString(out, machine.kernel);
+    try key(out, 2, false, "os");
+    try writeOptString(out, machine.os);
+    try out.writeAll("\n  }\n}\n");
+}
+
+// -- files ----------------------------------------------------------------------------------
+
+pub const FileError = error{ FileExists, WriteFailed };
+
+/// Fails when `path` exists: results are never overwritten.
+pub fn checkNew(path: []const u8) FileError!void {
+    std.fs.cwd().access(path, .{}) catch |err| switch (err) {
+        error.FileNotFound => return,
+        else => return error.FileExists, // unreadable counts as present: never clobber it
+    };
+    return error.FileExists;
+}
+
+/// Whether the folder that would hold `path` exists.
+pub fn parentExists(path: []const u8) bool {
+    const dir = std.fs.path.dirname(path) orelse return true;
+    var handle = std.fs.cwd().openDir(dir, .{}) catch return false;
+    handle.close();
+    return true;
+}
+
+/// Writes `text` to `path` atomically: a temporary file in the same folder, then a rename.
+/// Refuses to replace an existing file.
+pub fn writeAtomic(path: []const u8, text: []const u8) FileError!void {
+    try checkNew(path);
+    var tmp_buffer: [std.fs.max_path_bytes]u8 = undefined;
+    const dir = std.fs.path.dirname(path);
+    const base = std.fs.path.basename(path);
+    const pid = std.os.linux.getpid();
+    const tmp = if (dir) |d|
+        std.fmt.bufPrint(&tmp_buffer, "{s}/.{s}.{d}.tmp", .{ d, base, pid }) catch return error.WriteFailed
+    else
+        std.fmt.bufPrint(&tmp_buffer, ".{s}.{d}.tmp", .{ base, pid }) catch return error.WriteFailed;
+    const cwd = std.fs.cwd();
+    {
+        const file = cwd.createFile(tmp, .{ .exclusive = true }) catch return error.WriteFailed;
+        defer file.close();
+        file.writeAll(text) catch {
+            cwd.deleteFile(tmp) catch {};
+            return error.WriteFailed;
+        };
+    }
+    cwd.rename(tmp, path) catch {
+        cwd.deleteFile(tmp) catch {};
+        return error.WriteFailed;
+    };
+}
+
+const testing = std.testing;
+
+fn testOutcome(samples: []const harness.Sample) Outcome {
+    return Outcome.init(harness.Case.micro(1, "mutex", 10), samples, testing.allocator) catch unreachable;
+}
+
+const test_samples = [_]harness.Sample{
+    .{ .elapsed_ns = 100, .alloc_bytes = 0, .alloc_count = 0 },
+    .{ .elapsed_ns = 120, .alloc_bytes = 20, .alloc_count = 2 },
+};
+
+test "csv has a header and one row per sample" {
+    var aw = Writer.Allocating.init(testing.allocator);
+    defer aw.deinit();
+    try writeCsv(&aw.writer, "ampere", 2, &.{testOutcome(&test_samples)});
+    try testing.expectEqualStrings(csv_header ++ "\nampere,2,micro,1,mutex,,0,10,100,0,0\nampere,2,micro,1,mutex,,1,10,120,20,2\n", aw.written());
+}
+
+test "summary is valid JSON of the documented shape" {
+    var diag = constants_mod.Diagnostic{};
+    const c = try Constants.load(testing.allocator, "quick", &diag);
+    var aw = Writer.Allocating.init(testing.allocator);
+    defer aw.deinit();
+    try writeSummary(&aw.writer, "ampere", "quick", 0, &c, &.{testOutcome(&test_samples)});
+    const parsed = try std.json.parseFromSlice(std.json.Value, testing.allocator, aw.written(), .{});
+    defer parsed.deinit();
+    const root = parsed.value.object;
+    try testing.expectEqualStrings("ampere", root.get("metadata").?.object.get("runtime").?.string);
+    const sizes = root.get("metadata").?.object.get("constants").?.object.get("echo_batch_sizes").?.array;
+    try testing.expectEqual(@as(i64, 10), sizes.items[1].integer);
+    const m = root.get("benchmarks").?.object.get("mutex").?.object;
+    try testing.expectEqual(@as(i64, 110), m.get("median_ns").?.integer);
+    try testing.expectEqual(@as(f64, 11.0), m.get("ns_per_op").?.float);
+    try testing.expectEqual(@as(f64, 0.1), m.get("allocs_per_op").?.float);
+    try testing.expectEqualStrings("", m.get("param").?.string);
+    try testing.expect(std.mem.indexOf(u8, aw.written(), "\"ns_per_op\": 11.0,") != null);
+}
+
+test "empty summary and table" {
+    var diag = constants_mod.Diagnostic{};
+    const c = try Constants.load(testing.allocator, "quick", &diag);
+    var aw = Writer.Allocating.init(testing.allocator);
+    defer aw.deinit();
+    try writeSummary(&aw.writer, "ampere", "quick", 0, &c, &.{});
+    const parsed = try std.json.parseFromSlice(std.json.Value, testing.allocator, aw.written(), .{});
+    defer parsed.deinit();
+    try writeTable(&aw.writer, "ampere", &.{testOutcome(&test_samples)});
+    try testing.expect(std.mem.indexOf(u8, aw.written(), "(1 benchmarks, runtime ampere)") != null);
+}
+
+test "meta is valid JSON with machine facts" {
+    var arena = std.heap.ArenaAllocator.init(testing.allocator);
+    defer arena.deinit();
+    var aw = Writer.Allocating.init(testing.allocator);
+    defer aw.deinit();
+    try writeMeta(&aw.writer, Machine.read(arena.allocator()));
+    const parsed = try std.json.parseFromSlice(std.json.Value, testing.allocator, aw.written(), .{});
+    defer parsed.deinit();
+    const root = parsed.value.object;
+    try testing.expectEqualStrings("zig", root.get("compiler").?.string);
+    try testing.expect(root.get("tokio_version").? == .null);
+    try testing.expect(root.get("machine").?.object.get("logical_cores").?.integer >= 1);
+}
+
+test "machine fact parsers" {
+    try testing.expectEqualStrings("Some CPU", fieldValue("model name\t: Some CPU\nflags : x", "model name").?);
+    try testing.expectEqual(@as(u64, 1_024_000), memTotalBytes("MemTotal:       1000 kB\n").?);
+    try testing.expectEqualStrings("Debian 12", prettyName("NAME=x\nPRETTY_NAME=\"Debian 12\"\n").?);
+    try testing.expect(prettyName("NAME=x") == null);
+    try testing.expectEqual(@as(u64, 2), countFields("processor\t: 0\nx: 1\nprocessor : 1\n", "processor"));
+}
+
+test "floats are written like serde_json" {
+    var buffer: [64]u8 = undefined;
+    var w = Writer.fixed(&buffer);
+    try writeFloat(&w, 11.0);
+    try w.writeByte(' ');
+    try writeFloat(&w, 0.25);
+    try w.writeByte(' ');
+    try writeFloat(&w, 151515151.5);
+    try testing.expectEqualStrings("11.0 0.25 151515151.5", w.buffered());
+}
+
+test "atomic write renames and never overwrites" {
+    var tmp = testing.tmpDir(.{ .iterate = true });
+    defer tmp.cleanup();
+    var dir_buffer: [std.fs.max_path_bytes]u8 = undefined;
+    const dir = try tmp.dir.realpath(".", &dir_buffer);
+    var path_buffer: [std.fs.max_path_bytes]u8 = undefined;
+    const path = try std.fmt.bufPrint(&path_buffer, "{s}/out.csv", .{dir});
+    try writeAtomic(path, "a,b\n");
+    const text = try tmp.dir.readFileAlloc(testing.allocator, "out.csv", 1024);
+    defer testing.allocator.free(text);
+    try testing.expectEqualStrings("a,b\n", text);
+    try testing.expectError(error.FileExists, writeAtomic(path, "x\n"));
+    var count: usize = 0;
+    var it = tmp.dir.iterate();
+    while (try it.next()) |_| count += 1;
+    try testing.expectEqual(@as(usize, 1), count);
+    try testing.expect(parentExists(path));
+    try testing.expect(!parentExists("/definitely/not/here/x.csv"));
+}
