@@ -18,6 +18,35 @@ pub const Parker = @import("Parker.zig");
 pub const CountingAllocator = @import("CountingAllocator.zig");
 pub const testing = @import("testing.zig");
 
+pub const Runtime = @import("Runtime.zig");
+pub const task = @import("task.zig");
+pub const time = @import("time.zig");
+pub const JoinHandle = task.JoinHandle;
+pub const JoinError = task.JoinError;
+
+const combinators = @import("task/combinators.zig");
+pub const join = combinators.join;
+pub const select = combinators.select;
+pub const joinAll = combinators.joinAll;
+pub const Join = combinators.Join;
+pub const Select = combinators.Select;
+pub const JoinAll = combinators.JoinAll;
+
+/// Spawns `f` on the runtime of the calling thread (a task, `blockOn` or a blocking thread).
+pub fn spawn(f: anytype) Runtime.SpawnError!JoinHandle(future.OutputOf(@TypeOf(f))) {
+    const rt = Runtime.current() orelse @panic("ampere.spawn called outside a runtime");
+    return rt.spawn(f);
+}
+
+/// Runs `function(args...)` on the blocking pool of the calling thread's runtime.
+pub fn spawnBlocking(
+    comptime function: anytype,
+    args: std.meta.ArgsTuple(@TypeOf(function)),
+) Runtime.SpawnBlockingError!JoinHandle(Runtime.ReturnOf(function)) {
+    const rt = Runtime.current() orelse @panic("ampere.spawnBlocking called outside a runtime");
+    return rt.spawnBlocking(function, args);
+}
+
 pub const sync = @import("sync.zig");
 pub const channel = @import("channel.zig");
 
@@ -26,5 +55,6 @@ pub const channel = @import("channel.zig");
 pub const blockOnThread = @import("block_on.zig").blockOnThread;
 
 test {
-    std.testing.refAllDeclsRecursive(@This());
+    std.testing.refAllDecls(@This());
+    _ = @import("runtime_tests.zig");
 }

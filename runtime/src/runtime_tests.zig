@@ -1,0 +1,511 @@
+//! Tests of the runtime as a whole: real worker threads, sized by AMPERE_TEST_INTENSITY.
+//! Also pulls in the unit tests of the internal modules.
+
+const std = @import("std");
+const assert = std.debug.assert;
+const testing = std.testing;
+
+const future = @import("future.zig");
+const Poll = future.Poll;
+const Context = future.Context;
+const Waker = @import("Waker.zig");
+const budget = @import("budget.zig");
+const Runtime = @import("Runtime.zig");
+const Header = @import("task/Header.zig");
+const Cell = @import("task/cell.zig").Cell;
+const JoinHandle = @import("task/join_handle.zig").JoinHandle;
+const JoinError = @import("task/cell.zig").JoinError;
+const combinators = @import("task/combinators.zig");
+const yieldNow = @import("task/yield_now.zig").yieldNow;
+const time = @import("time.zig");
+const ampere_testing = @import("testing.zig");
+const ampere = @import("ampere.zig");
+
+test {
+    _ = @import("scheduler/LocalQueue.zig");
+    _ = @import("scheduler/InjectQueue.zig");
+    _ = @import("scheduler/Idle.zig");
+    _ = @import("scheduler/OwnedTasks.zig");
+    _ = @import("time/Wheel.zig");
+    _ = @import("time/Driver.zig");
+    _ = @import("time/clock.zig");
+    _ = @import("task/combinators.zig");
+    _ = @import("task/yield_now.zig");
+    _ = @import("task/from_fn.zig");
+    _ = @import("block_on.zig");
+}
+
+fn newRuntime(workers: u32) !*Runtime {
+    return Runtime.init(testing.allocator, .{ .workers = workers, .blocking_keep_alive_ns = 50 * std.time.ns_per_ms });
+}
+
+// -- small futures used by the tests ---------------------------------------------------------
+
+const Double = struct {
+    pub const Output = u64;
+    value: u64,
+    pub fn poll(self: *Double, cx: *Context) Poll(u64) {
+        _ = cx;
+        return .{ .ready = self.value * 2 };
+    }
+};
+
+/// Never ready; counts cancellations.
+const Forever = struct {
+    pub const Output = void;
+    cancels: *std.atomic.Value(u32),
+    pub fn poll(self: *Forever, cx: *Context) Poll(void) {
+        _ = self;
+        _ = cx;
+        return .pending;
+    }
+    pub fn cancel(self: *Forever) void {
+        _ = self.cancels.fetchAdd(1, .acq_rel);
+    }
+};
+
+/// Spawns `count` Double tasks from where it runs and checks every output.
+const SpawnStorm = struct {
+    pub const Output = u64;
+    count: usize,
+    handles: []JoinHandle(u64),
+    results: []?(JoinError!u64),
+    all: ?combinators.JoinAll(JoinHandle(u64)) = null,
+
+    pub fn poll(self: *SpawnStorm, cx: *Context) Poll(u64) {
+        if (self.all == null) {
+            for (self.handles, 0..) |*h, i| h.* = ampere.spawn(Double{ .value = i }) catch @panic("spawn failed");
+            self.all = combinators.joinAll(self.handles, self.results);
+        }
+        switch (self.all.?.poll(cx)) {
+            .pending => return .pending,
+            .ready => {
+                var sum: u64 = 0;
+                for (self.results, 0..) |r, i| {
+                    const v = r.? catch @panic("task cancelled");
+                    if (v != 2 * i) @panic("wrong task output");
+                    sum += v;
+                }
+                return .{ .ready = sum };
+            },
+        }
+    }
+};
+
+/// Awaits a JoinHandle (lets the root future await a task's result).
+fn Await(comptime T: type) type {
+    return struct {
+        pub const Output = JoinError!T;
+        handle: JoinHandle(T),
+        pub fn poll(self: *@This(), cx: *Context) Poll(Output) {
+            return self.handle.poll(cx);
+        }
+    };
+}
+
+// -- tests -------------------------------------------------------------------------------------
+
+test "blockOn returns the output of a spawned task" {
+    const rt = try newRuntime(2);
+    defer rt.deinit();
+    const handle = try rt.spawn(Double{ .value = 21 });
+    try testing.expectEqual(@as(u64, 42), try rt.blockOn(Await(u64){ .handle = handle }));
+}
+
+test "spawn storm: every task runs once with the right output (from blockOn and from a task)" {
+    const count = ampere_testing.scaled(100_000, 50);
+    const rt = try newRuntime(4);
+    defer rt.deinit();
+    const handles = try testing.allocator.alloc(JoinHandle(u64), count);
+    defer testing.allocator.free(handles);
+    const results = try testing.allocator.alloc(?(JoinError!u64), count);
+    defer testing.allocator.free(results);
+    const expected: u64 = @as(u64, count) * (count - 1);
+
+    // Spawned from the blockOn thread (inject queue)...
+    @memset(results, null);
+    try testing.expectEqual(expected, rt.blockOn(SpawnStorm{ .count = count, .handles = handles, .results = results }));
+
+    // ...and from inside a task (LIFO slot, local queue overflow, stealing).
+    @memset(results, null);
+    const driver = try rt.spawn(SpawnStorm{ .count = count, .handles = handles, .results = results });
+    try testing.expectEqual(expected, try rt.blockOn(Await(u64){ .handle = driver }));
+}
+
+/// Each link spawns the next and awaits it: a chain of cross-thread wakes through join wakers.
+const ChainLink = struct {
+    pub const Output = u64;
+    remaining: u64,
+    child: ?JoinHandle(u64) = null,
+
+    pub fn poll(self: *ChainLink, cx: *Context) Poll(u64) {
+        if (self.remaining == 0) return .{ .ready = 0 };
+        if (self.child == null) self.child = ampere.spawn(ChainLink{ .remaining = self.remaining - 1 }) catch @panic("spawn");
+        switch (self.child.?.poll(cx)) {
+            .pending => return .pending,
+            .ready => |r| return .{ .ready = (r catch @panic("cancelled")) + 1 },
+        }
+    }
+};
+
+test "wake chains: a chain of tasks each awaiting the next" {
+    const depth = ampere_testing.scaled(2_000, 10);
+    const rt = try newRuntime(4);
+    defer rt.deinit();
+    const root = try rt.spawn(ChainLink{ .remaining = depth });
+    try testing.expectEqual(@as(u64, depth), try rt.blockOn(Await(u64){ .handle = root }));
+}
+
+/// Many tasks, each joining its own child while all run concurrently.
+const JoinMany = struct {
+    pub const Output = u64;
+    tasks: usize,
+    handles: []JoinHandle(u64),
+    results: []?(JoinError!u64),
+    all: ?combinators.JoinAll(JoinHandle(u64)) = null,
+
+    pub fn poll(self: *JoinMany, cx: *Context) Poll(u64) {
+        if (self.all == null) {
+            for (self.handles, 0..) |*h, i| h.* = ampere.spawn(ChainLink{ .remaining = 1 + i % 5 }) catch @panic("spawn");
+            self.all = combinators.joinAll(self.handles, self.results);
+        }
+        if (self.all.?.poll(cx) == .pending) return .pending;
+        var sum: u64 = 0;
+        for (self.results) |r| sum += r.? catch @panic("cancelled");
+        return .{ .ready = sum };
+    }
+};
+
+test "join from many tasks at once" {
+    const tasks = ampere_testing.scaled(5_000, 10);
+    const rt = try newRuntime(4);
+    defer rt.deinit();
+    const handles = try testing.allocator.alloc(JoinHandle(u64), tasks);
+    defer testing.allocator.free(handles);
+    const results = try testing.allocator.alloc(?(JoinError!u64), tasks);
+    defer testing.allocator.free(results);
+    @memset(results, null);
+    var expected: u64 = 0;
+    for (0..tasks) |i| expected += 1 + i % 5;
+    const driver = try rt.spawn(JoinMany{ .tasks = tasks, .handles = handles, .results = results });
+    try testing.expectEqual(expected, try rt.blockOn(Await(u64){ .handle = driver }));
+}
+
+/// Yields forever; counts its polls.
+const Spinner = struct {
+    pub const Output = void;
+    polls: *std.atomic.Value(u64),
+    cancels: *std.atomic.Value(u32),
+    pub fn poll(self: *Spinner, cx: *Context) Poll(void) {
+        _ = self.polls.fetchAdd(1, .monotonic);
+        cx.waker().wakeByRef();
+        return .pending;
+    }
+    pub fn cancel(self: *Spinner) void {
+        _ = self.cancels.fetchAdd(1, .acq_rel);
+    }
+};
+
+test "abort while running and while idle yields Cancelled and cancels the future" {
+    const rounds = ampere_testing.scaled(200, 10);
+    const rt = try newRuntime(4);
+    defer rt.deinit();
+    var polls = std.atomic.Value(u64).init(0);
+    var cancels = std.atomic.Value(u32).init(0);
+    for (0..rounds) |_| {
+        var spinning = try rt.spawn(Spinner{ .polls = &polls, .cancels = &cancels });
+        var idle = try rt.spawn(Forever{ .cancels = &cancels });
+        while (polls.load(.monotonic) == 0) std.Thread.yield() catch {};
+        spinning.abort();
+        idle.abort();
+        try testing.expectError(error.Cancelled, rt.blockOn(Await(void){ .handle = spinning }));
+        try testing.expectError(error.Cancelled, rt.blockOn(Await(void){ .handle = idle }));
+    }
+    try testing.expectEqual(@as(u32, @intCast(2 * rounds)), cancels.load(.acquire));
+}
+
+test "deinit cancels pending tasks and frees everything" {
+    const rt = try newRuntime(2);
+    var cancels = std.atomic.Value(u32).init(0);
+    var polls = std.atomic.Value(u64).init(0);
+    var kept = try rt.spawn(Forever{ .cancels = &cancels });
+    for (0..100) |_| {
+        var h = try rt.spawn(Forever{ .cancels = &cancels });
+        h.detach();
+        var s = try rt.spawn(Spinner{ .polls = &polls, .cancels = &cancels });
+        s.detach();
+    }
+    while (polls.load(.monotonic) < 100) std.Thread.yield() catch {};
+    rt.deinit();
+    try testing.expectEqual(@as(u32, 201), cancels.load(.acquire));
+    // A handle held past deinit still resolves (to Cancelled) and frees its task.
+    try testing.expectError(error.Cancelled, ampere.blockOnThread(&kept));
+}
+
+/// Sleeps until its deadline, then records when it woke.
+const Sleeper = struct {
+    pub const Output = void;
+    timer: time.Sleep,
+    woke_ns: *u64,
+
+    pub fn poll(self: *Sleeper, cx: *Context) Poll(void) {
+        if (self.timer.poll(cx) == .pending) return .pending;
+        self.woke_ns.* = time.nowNs();
+        return .{ .ready = {} };
+    }
+    pub fn cancel(self: *Sleeper) void {
+        self.timer.cancel();
+    }
+};
+
+test "timers on the runtime all fire, never early" {
+    // The order in which timers fire is checked deterministically on the driver and the wheel;
+    // here completion order across worker threads would depend on OS scheduling.
+    const count = ampere_testing.scaled(300, 4);
+    const seed = ampere_testing.seed();
+    errdefer ampere_testing.reportSeed("timers on the runtime", seed);
+    var prng = std.Random.DefaultPrng.init(seed);
+    const rt = try newRuntime(4);
+    defer rt.deinit();
+    const woke = try testing.allocator.alloc(u64, count);
+    defer testing.allocator.free(woke);
+    const deadlines = try testing.allocator.alloc(u64, count);
+    defer testing.allocator.free(deadlines);
+    const handles = try testing.allocator.alloc(JoinHandle(void), count);
+    defer testing.allocator.free(handles);
+    const start_ns = time.nowNs();
+    for (deadlines, handles, woke) |*deadline, *handle, *slot| {
+        deadline.* = start_ns + prng.random().uintLessThan(u64, 100 * std.time.ns_per_ms);
+        handle.* = try rt.spawn(Sleeper{ .timer = time.sleepUntil(deadline.*), .woke_ns = slot });
+    }
+    for (handles) |*h| try rt.blockOn(Await(void){ .handle = h.* });
+    for (deadlines, woke) |deadline, woke_ns| try testing.expect(woke_ns >= deadline);
+}
+
+test "sleep from the blockOn thread, timeout and select with timers" {
+    const rt = try newRuntime(2);
+    defer rt.deinit();
+    const start = time.nowNs();
+    rt.blockOn(time.sleep(5 * std.time.ns_per_ms));
+    try testing.expect(time.nowNs() - start >= 5 * std.time.ns_per_ms);
+
+    var cancels = std.atomic.Value(u32).init(0);
+    try testing.expectError(error.Timeout, rt.blockOn(time.timeout(Forever{ .cancels = &cancels }, 2 * std.time.ns_per_ms)));
+    try testing.expectEqual(@as(u32, 1), cancels.load(.acquire));
+    try testing.expectEqual(@as(u64, 8), try rt.blockOn(time.timeout(Double{ .value = 4 }, std.time.ns_per_s)));
+
+    const picked = rt.blockOn(combinators.select(.{ time.sleep(std.time.ns_per_s), time.sleep(std.time.ns_per_ms) }));
+    try testing.expect(picked == .@"1");
+}
+
+fn blockingWork(value: u64, delay_ns: u64) u64 {
+    std.Thread.sleep(delay_ns);
+    return value + 1;
+}
+
+test "blocking pool under load: every function runs once, threads are bounded and exit when idle" {
+    const count = ampere_testing.scaled(400, 8);
+    const rt = try Runtime.init(testing.allocator, .{ .workers = 2, .max_blocking_threads = 16, .blocking_keep_alive_ns = 20 * std.time.ns_per_ms });
+    defer rt.deinit();
+    const handles = try testing.allocator.alloc(JoinHandle(u64), count);
+    defer testing.allocator.free(handles);
+    for (handles, 0..) |*h, i| h.* = try rt.spawnBlocking(blockingWork, .{ i, 100 * std.time.ns_per_us });
+    try testing.expect(rt.blocking.liveThreads() <= 16);
+    for (handles, 0..) |*h, i| try testing.expectEqual(@as(u64, i + 1), try rt.blockOn(Await(u64){ .handle = h.* }));
+    // Idle threads exit after the keep-alive.
+    var waited_ms: u32 = 0;
+    while (rt.blocking.liveThreads() > 0 and waited_ms < 5_000) : (waited_ms += 5) std.Thread.sleep(5 * std.time.ns_per_ms);
+    try testing.expectEqual(@as(u32, 0), rt.blocking.liveThreads());
+    // And start again on demand.
+    try testing.expectEqual(@as(u64, 8), try rt.blockOn(Await(u64){ .handle = try rt.spawnBlocking(blockingWork, .{ 7, 0 }) }));
+}
+
+/// Runs `rounds` budget units of "ready" work per poll until `total` is done; records whether
+/// the other task had run by the time it finished.
+const Greedy = struct {
+    pub const Output = bool;
+    total: u64,
+    done: u64 = 0,
+    other_ran: *std.atomic.Value(bool),
+    pub fn poll(self: *Greedy, cx: *Context) Poll(bool) {
+        while (self.done < self.total) {
+            if (!budget.proceed(cx)) return .pending; // Budget spent: yield.
+            self.done += 1;
+        }
+        return .{ .ready = self.other_ran.load(.acquire) };
+    }
+};
+
+const SetFlag = struct {
+    pub const Output = void;
+    flag: *std.atomic.Value(bool),
+    pub fn poll(self: *SetFlag, cx: *Context) Poll(void) {
+        _ = cx;
+        self.flag.store(true, .release);
+        return .{ .ready = {} };
+    }
+};
+
+const GreedyPair = struct {
+    pub const Output = bool;
+    flag: *std.atomic.Value(bool),
+    greedy: ?JoinHandle(bool) = null,
+    pub fn poll(self: *GreedyPair, cx: *Context) Poll(bool) {
+        if (self.greedy == null) {
+            self.greedy = ampere.spawn(Greedy{ .total = 100 * @as(u64, budget.units_per_poll), .other_ran = self.flag }) catch @panic("spawn");
+            var other = ampere.spawn(SetFlag{ .flag = self.flag }) catch @panic("spawn");
+            other.detach();
+        }
+        return switch (self.greedy.?.poll(cx)) {
+            .pending => .pending,
+            .ready => |r| .{ .ready = r catch @panic("cancelled") },
+        };
+    }
+};
+
+test "the cooperative budget stops a busy task from starving others (one worker)" {
+    const rt = try newRuntime(1);
+    defer rt.deinit();
+    var flag = std.atomic.Value(bool).init(false);
+    const driver = try rt.spawn(GreedyPair{ .flag = &flag });
+    try testing.expect(try rt.blockOn(Await(bool){ .handle = driver }));
+}
+
+const YieldLoop = struct {
+    pub const Output = u64;
+    remaining: u64,
+    step: @TypeOf(yieldNow()) = yieldNow(),
+    pub fn poll(self: *YieldLoop, cx: *Context) Poll(u64) {
+        while (self.remaining > 0) {
+            if (self.step.poll(cx) == .pending) return .pending;
+            self.remaining -= 1;
+            self.step = yieldNow();
+        }
+        return .{ .ready = 1 };
+    }
+};
+
+test "many tasks yielding all finish" {
+    const tasks = ampere_testing.scaled(200, 10);
+    const rt = try newRuntime(4);
+    defer rt.deinit();
+    const handles = try testing.allocator.alloc(JoinHandle(u64), tasks);
+    defer testing.allocator.free(handles);
+    for (handles) |*h| h.* = try rt.spawn(YieldLoop{ .remaining = ampere_testing.scaled(1000, 10) });
+    var finished: u64 = 0;
+    for (handles) |*h| finished += try rt.blockOn(Await(u64){ .handle = h.* });
+    try testing.expectEqual(@as(u64, tasks), finished);
+}
+
+test "a parked runtime uses (almost) no CPU" {
+    const rt = try newRuntime(4);
+    defer rt.deinit();
+    std.Thread.sleep(20 * std.time.ns_per_ms); // Let the workers park.
+    const before = std.posix.getrusage(std.posix.rusage.SELF);
+    std.Thread.sleep(200 * std.time.ns_per_ms);
+    const after = std.posix.getrusage(std.posix.rusage.SELF);
+    const cpu_us = timevalUs(after.utime) + timevalUs(after.stime) - timevalUs(before.utime) - timevalUs(before.stime);
+    // Four spinning workers would burn ~800 ms of CPU here; parked ones burn next to none.
+    try testing.expect(cpu_us < 50_000);
+}
+
+fn timevalUs(tv: std.posix.timeval) i64 {
+    return @as(i64, tv.sec) * 1_000_000 + tv.usec;
+}
+
+// -- join-waker protocol on a bare task (no runtime) -------------------------------------------
+
+const CountingScheduler = struct {
+    submitted: std.atomic.Value(u32) = .init(0),
+    fn submit(ctx: *anyopaque, task: *Header, yielded: bool) void {
+        _ = task;
+        _ = yielded;
+        const self: *CountingScheduler = @ptrCast(@alignCast(ctx));
+        _ = self.submitted.fetchAdd(1, .acq_rel);
+    }
+};
+
+/// Polls a bare task once as a worker would (no owned list: drops that reference itself).
+fn runBare(task: *Header) void {
+    assert(task.transitionToRunning() == .poll);
+    assert(task.vtable.poll(task));
+    _ = task.transitionToComplete();
+    task.refDec(2);
+}
+
+test "join waker: registered before completion is woken once; late registration sees completion" {
+    var sched_state = CountingScheduler{};
+    const scheduler = Header.Scheduler{ .context = &sched_state, .submit = CountingScheduler.submit };
+
+    // Register first, complete second.
+    {
+        const cell = try Cell(Double).create(testing.allocator, .{ .value = 5 }, &scheduler, 1);
+        var handle = JoinHandle(u64){ .raw = &cell.header };
+        var counter = Waker.Counting{};
+        const w = counter.waker();
+        defer w.drop();
+        var cx = Context.init(&w);
+        try testing.expect(handle.poll(&cx) == .pending);
+        try testing.expect(handle.poll(&cx) == .pending); // Same waker: not replaced.
+        runBare(&cell.header);
+        try testing.expectEqual(@as(u32, 1), counter.wakeCount());
+        try testing.expectEqual(@as(u64, 10), try handle.poll(&cx).ready);
+        try testing.expectEqual(@as(i32, 1), counter.outstanding()); // Only `w` itself.
+    }
+    // Complete first (the wake-up "arrives" before registration): the poll sees it at once.
+    {
+        const cell = try Cell(Double).create(testing.allocator, .{ .value = 6 }, &scheduler, 2);
+        var handle = JoinHandle(u64){ .raw = &cell.header };
+        runBare(&cell.header);
+        var counter = Waker.Counting{};
+        const w = counter.waker();
+        defer w.drop();
+        var cx = Context.init(&w);
+        try testing.expectEqual(@as(u64, 12), try handle.poll(&cx).ready);
+        try testing.expectEqual(@as(u32, 0), counter.wakeCount());
+    }
+    // Replace the waker, then detach before completion: no waker leaks.
+    {
+        const cell = try Cell(Double).create(testing.allocator, .{ .value = 7 }, &scheduler, 3);
+        var handle = JoinHandle(u64){ .raw = &cell.header };
+        var a = Waker.Counting{};
+        var b = Waker.Counting{};
+        const wa = a.waker();
+        defer wa.drop();
+        const wb = b.waker();
+        defer wb.drop();
+        var cxa = Context.init(&wa);
+        var cxb = Context.init(&wb);
+        try testing.expect(handle.poll(&cxa) == .pending);
+        try testing.expect(handle.poll(&cxb) == .pending);
+        try testing.expectEqual(@as(i32, 1), a.outstanding());
+        try testing.expectEqual(@as(i32, 2), b.outstanding());
+        handle.detach();
+        try testing.expectEqual(@as(i32, 1), b.outstanding());
+        runBare(&cell.header); // Frees the task: output dropped, nobody woken.
+        try testing.expectEqual(@as(u32, 0), b.wakeCount());
+    }
+    try testing.expectEqual(@as(u32, 0), sched_state.submitted.load(.acquire));
+}
+
+test "join waker: completion racing registration on another thread is never lost" {
+    const rounds = ampere_testing.scaled(20_000, 20);
+    var sched_state = CountingScheduler{};
+    const scheduler = Header.Scheduler{ .context = &sched_state, .submit = CountingScheduler.submit };
+    var parker = ampere.Parker{};
+    for (0..rounds) |i| {
+        const cell = try Cell(Double).create(testing.allocator, .{ .value = i }, &scheduler, i);
+        var handle = JoinHandle(u64){ .raw = &cell.header };
+        const thread = try std.Thread.spawn(.{}, runBare, .{&cell.header});
+        const w = parker.waker();
+        var cx = Context.init(&w);
+        const value = while (true) {
+            switch (handle.poll(&cx)) {
+                .ready => |r| break try r,
+                .pending => parker.park(), // Returns only if the completion woke us.
+            }
+        };
+        try testing.expectEqual(2 * i, value);
+        thread.join();
+    }
+}

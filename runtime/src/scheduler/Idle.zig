@@ -1,0 +1,156 @@
+//! Which workers are asleep, and how many are looking for work.
+//!
+//! ## Words
+//!
+//!     state     u32, seq_cst   bits 0..15   searching: workers stealing / checking queues
+//!                              bits 16..31  unparked:  workers not asleep
+//!     sleepers  u64, seq_cst   bit i set = worker i is asleep (or about to be); changed only
+//!                              under `mutex`, read without it
+//!
+//! ## Rules (Tokio's idle protocol)
+//!
+//! - Whoever makes work available that another worker could take calls `workerToNotify`: it
+//!   wakes a sleeper only if nobody is searching (a searcher will find the work) and not all
+//!   workers are awake. The woken worker starts out searching.
+//! - At most half the workers search at once (`transitionWorkerToSearching`): stealing is
+//!   contention, and a few searchers suffice.
+//! - A searcher that finds work stops searching; if it was the last searcher it must wake
+//!   another worker (`transitionWorkerFromSearching` returns true), so that remaining work
+//!   keeps being looked for while it runs its task.
+//! - A searcher that goes to sleep as the last searcher must check every queue once more
+//!   after registering as asleep (`transitionWorkerToParked` returns true).
+//!
+//! The last two are store-then-load on both sides (a pusher publishes work, then reads
+//! `state`; the last searcher updates `state`, then reads the queues), so every access to
+//! `state` is seq_cst and the read in `shouldNotify` is a read-modify-write (fetchAdd 0), which
+//! orders it after the pusher's earlier store.
+
+const std = @import("std");
+const assert = std.debug.assert;
+
+const Idle = @This();
+
+pub const workers_max: u32 = 64;
+const searching_one: u32 = 1;
+const unparked_one: u32 = 1 << 16;
+
+state: std.atomic.Value(u32),
+sleepers: std.atomic.Value(u64) = .init(0),
+mutex: std.Thread.Mutex = .{},
+worker_count: u32,
+
+pub fn init(worker_count: u32) Idle {
+    assert(worker_count > 0 and worker_count <= workers_max);
+    return .{ .state = .init(worker_count * unparked_one), .worker_count = worker_count };
+}
+
+fn searching(state: u32) u32 {
+    return state & 0xffff;
+}
+
+fn unparked(state: u32) u32 {
+    return state >> 16;
+}
+
+fn bit(worker: u32) u64 {
+    assert(worker < workers_max);
+    return @as(u64, 1) << @intCast(worker);
+}
+
+fn shouldNotify(self: *Idle) bool {
+    const state = self.state.fetchAdd(0, .seq_cst);
+    return searching(state) == 0 and unparked(state) < self.worker_count;
+}
+
+/// Picks a sleeping worker to wake (and counts it as awake and searching), or null when
+/// waking one is not needed. The caller unparks the returned worker.
+pub fn workerToNotify(self: *Idle) ?u32 {
+    if (!self.shouldNotify()) return null;
+    self.mutex.lock();
+    defer self.mutex.unlock();
+    if (!self.shouldNotify()) return null;
+    const bits = self.sleepers.load(.seq_cst);
+    if (bits == 0) return null;
+    const worker: u32 = @ctz(bits);
+    self.sleepers.store(bits & ~bit(worker), .seq_cst);
+    _ = self.state.fetchAdd(searching_one + unparked_one, .seq_cst);
+    return worker;
+}
+
+/// A worker without local work wants to steal. False when half the workers already search.
+pub fn transitionWorkerToSearching(self: *Idle) bool {
+    const state = self.state.load(.seq_cst);
+    if (2 * searching(state) >= self.worker_count) return false;
+    // May let slightly more than half search under a race; the limit is an optimisation.
+    _ = self.state.fetchAdd(searching_one, .seq_cst);
+    return true;
+}
+
+/// A searching worker found work. True if it was the last searcher: it must wake another.
+pub fn transitionWorkerFromSearching(self: *Idle) bool {
+    const previous = self.state.fetchSub(searching_one, .seq_cst);
+    assert(searching(previous) > 0);
+    return searching(previous) == 1;
+}
+
+/// Registers `worker` as asleep. True if it was the last searcher: it must then re-check all
+/// queues (and wake a worker if it finds work) before it really sleeps.
+pub fn transitionWorkerToParked(self: *Idle, worker: u32, is_searching: bool) bool {
+    self.mutex.lock();
+    defer self.mutex.unlock();
+    const decrement = unparked_one + (if (is_searching) searching_one else 0);
+    const previous = self.state.fetchSub(decrement, .seq_cst);
+    assert(unparked(previous) > 0);
+    const previous_sleepers = self.sleepers.load(.seq_cst);
+    assert(previous_sleepers & bit(worker) == 0);
+    self.sleepers.store(previous_sleepers | bit(worker), .seq_cst);
+    return is_searching and searching(previous) == 1;
+}
+
+/// True while `worker` is still registered asleep (a wake-up without a notification).
+pub fn isParked(self: *Idle, worker: u32) bool {
+    return self.sleepers.load(.seq_cst) & bit(worker) != 0;
+}
+
+/// A sleeping worker woke on its own (timer) and has work: it removes itself from the
+/// sleepers. False if a notifier already did so (and counted it as searching).
+pub fn unparkWorkerById(self: *Idle, worker: u32) bool {
+    self.mutex.lock();
+    defer self.mutex.unlock();
+    const bits = self.sleepers.load(.seq_cst);
+    if (bits & bit(worker) == 0) return false;
+    self.sleepers.store(bits & ~bit(worker), .seq_cst);
+    _ = self.state.fetchAdd(unparked_one, .seq_cst);
+    return true;
+}
+
+/// Any sleeping worker (for timer kicks), without changing its registration.
+pub fn anySleeper(self: *Idle) ?u32 {
+    const bits = self.sleepers.load(.seq_cst);
+    return if (bits == 0) null else @ctz(bits);
+}
+
+test "notify wakes a sleeper only when nobody searches" {
+    var idle = Idle.init(4);
+    try std.testing.expect(idle.workerToNotify() == null); // everyone awake
+    try std.testing.expect(idle.transitionWorkerToSearching());
+    try std.testing.expect(!idle.transitionWorkerToParked(2, false));
+    try std.testing.expect(idle.workerToNotify() == null); // someone searches
+    try std.testing.expect(idle.transitionWorkerFromSearching()); // last searcher
+    try std.testing.expectEqual(@as(?u32, 2), idle.workerToNotify());
+    try std.testing.expect(!idle.isParked(2));
+    // The woken worker counts as searching: a second notify does nothing.
+    try std.testing.expect(idle.workerToNotify() == null);
+}
+
+test "at most half the workers search" {
+    var idle = Idle.init(4);
+    try std.testing.expect(idle.transitionWorkerToSearching());
+    try std.testing.expect(idle.transitionWorkerToSearching());
+    try std.testing.expect(!idle.transitionWorkerToSearching());
+    try std.testing.expect(!idle.transitionWorkerToParked(0, true));
+    try std.testing.expect(idle.transitionWorkerToParked(1, true)); // last searcher
+    try std.testing.expect(idle.unparkWorkerById(1));
+    try std.testing.expect(!idle.unparkWorkerById(1));
+    try std.testing.expectEqual(@as(?u32, 0), idle.anySleeper());
+}

@@ -1,0 +1,96 @@
+//! The global ("inject") queue: tasks spawned or woken from outside the workers, and local
+//! queue overflow. An intrusive FIFO list through `Header.queue_next` under a mutex — it is
+//! the slow path; workers take from it in batches and check it only periodically or when
+//! their own queue is empty.
+//!
+//! `count` mirrors the length so that emptiness can be checked without the lock. It is
+//! written with seq_cst under the lock and read with seq_cst: a pusher stores it and then
+//! checks for sleeping workers (a seq_cst read-modify-write in `Idle`), while a worker going
+//! to sleep registers as sleeping and then reads `count` — two store-then-load sides, so
+//! sequential consistency is what guarantees one of them sees the other.
+
+const std = @import("std");
+const assert = std.debug.assert;
+const Header = @import("../task/Header.zig");
+
+const InjectQueue = @This();
+
+mutex: std.Thread.Mutex = .{},
+head: ?*Header = null,
+tail: ?*Header = null,
+count: std.atomic.Value(usize) = .init(0),
+
+pub fn len(self: *const InjectQueue) usize {
+    return self.count.load(.seq_cst);
+}
+
+pub fn isEmpty(self: *const InjectQueue) bool {
+    return self.len() == 0;
+}
+
+pub fn push(self: *InjectQueue, task: *Header) void {
+    task.queue_next = null;
+    self.pushBatch(task, task, 1);
+}
+
+/// Appends the list `first` .. `last` (linked through `queue_next`, `last.queue_next` null).
+pub fn pushBatch(self: *InjectQueue, first: *Header, last: *Header, batch_len: usize) void {
+    assert(batch_len > 0);
+    assert(last.queue_next == null);
+    self.mutex.lock();
+    defer self.mutex.unlock();
+    if (self.tail) |tail| tail.queue_next = first else self.head = first;
+    self.tail = last;
+    self.count.store(self.count.load(.monotonic) + batch_len, .seq_cst);
+}
+
+pub fn pop(self: *InjectQueue) ?*Header {
+    if (self.isEmpty()) return null;
+    self.mutex.lock();
+    defer self.mutex.unlock();
+    return self.popLocked();
+}
+
+fn popLocked(self: *InjectQueue) ?*Header {
+    const task = self.head orelse return null;
+    self.head = task.queue_next;
+    if (self.head == null) self.tail = null;
+    task.queue_next = null;
+    self.count.store(self.count.load(.monotonic) - 1, .seq_cst);
+    return task;
+}
+
+/// Takes up to `max` tasks at once (one lock acquisition); returns the first and links the
+/// rest through `queue_next` (null-terminated).
+pub fn popBatch(self: *InjectQueue, max: usize) ?*Header {
+    assert(max > 0);
+    if (self.isEmpty()) return null;
+    self.mutex.lock();
+    defer self.mutex.unlock();
+    const first = self.head orelse return null;
+    var last = first;
+    var taken: usize = 1;
+    while (taken < max) : (taken += 1) last = last.queue_next orelse break;
+    self.head = last.queue_next;
+    if (self.head == null) self.tail = null;
+    last.queue_next = null;
+    self.count.store(self.count.load(.monotonic) - taken, .seq_cst);
+    return first;
+}
+
+test "FIFO order and batches" {
+    var queue = InjectQueue{};
+    var tasks: [5]Header = undefined;
+    for (&tasks, 0..) |*t, i| t.* = .{ .state = .init(0), .vtable = undefined, .scheduler = undefined, .id = i };
+    for (&tasks) |*t| queue.push(t);
+    try std.testing.expectEqual(@as(usize, 5), queue.len());
+    try std.testing.expectEqual(&tasks[0], queue.pop().?);
+    const batch = queue.popBatch(3).?;
+    try std.testing.expectEqual(&tasks[1], batch);
+    try std.testing.expectEqual(&tasks[2], batch.queue_next.?);
+    try std.testing.expectEqual(&tasks[3], batch.queue_next.?.queue_next.?);
+    try std.testing.expect(batch.queue_next.?.queue_next.?.queue_next == null);
+    try std.testing.expectEqual(&tasks[4], queue.pop().?);
+    try std.testing.expect(queue.pop() == null);
+    try std.testing.expect(queue.isEmpty());
+}

@@ -1,0 +1,128 @@
+//! Every live task of a runtime, so that shutdown can cancel and free tasks that nobody will
+//! ever wake again. Sharded intrusive lists (links in `Header.owned_prev/next`), one mutex per
+//! shard, shard = task id & mask: spawns and completions on different workers rarely touch
+//! the same lock.
+//!
+//! `close` marks every shard closed under its lock; an insert into a closed shard fails, so
+//! no task can be added after shutdown began and escape cancellation.
+
+const std = @import("std");
+const assert = std.debug.assert;
+const Allocator = std.mem.Allocator;
+const Header = @import("../task/Header.zig");
+
+const OwnedTasks = @This();
+
+const Shard = struct {
+    mutex: std.Thread.Mutex align(std.atomic.cache_line) = .{},
+    head: ?*Header = null,
+    count: usize = 0,
+    closed: bool = false,
+};
+
+shards: []Shard,
+mask: u64,
+
+pub fn init(allocator: Allocator, shard_count: usize) Allocator.Error!OwnedTasks {
+    assert(std.math.isPowerOfTwo(shard_count));
+    const shards = try allocator.alloc(Shard, shard_count);
+    @memset(shards, .{});
+    return .{ .shards = shards, .mask = shard_count - 1 };
+}
+
+pub fn deinit(self: *OwnedTasks, allocator: Allocator) void {
+    for (self.shards) |*shard| assert(shard.head == null);
+    allocator.free(self.shards);
+}
+
+fn shardOf(self: *OwnedTasks, task: *const Header) *Shard {
+    return &self.shards[task.id & self.mask];
+}
+
+pub fn insert(self: *OwnedTasks, task: *Header) error{Shutdown}!void {
+    const shard = self.shardOf(task);
+    shard.mutex.lock();
+    defer shard.mutex.unlock();
+    if (shard.closed) return error.Shutdown;
+    assert(!task.in_owned);
+    task.in_owned = true;
+    task.owned_prev = null;
+    task.owned_next = shard.head;
+    if (shard.head) |head| head.owned_prev = task;
+    shard.head = task;
+    shard.count += 1;
+}
+
+/// Unlinks `task` if it is still listed (at shutdown `popAny` may have taken it already).
+pub fn remove(self: *OwnedTasks, task: *Header) void {
+    const shard = self.shardOf(task);
+    shard.mutex.lock();
+    defer shard.mutex.unlock();
+    if (task.in_owned) unlink(shard, task);
+}
+
+fn unlink(shard: *Shard, task: *Header) void {
+    assert(shard.count > 0);
+    assert(task.in_owned);
+    task.in_owned = false;
+    if (task.owned_prev) |prev| prev.owned_next = task.owned_next else {
+        assert(shard.head == task);
+        shard.head = task.owned_next;
+    }
+    if (task.owned_next) |next| next.owned_prev = task.owned_prev;
+    task.owned_prev = null;
+    task.owned_next = null;
+    shard.count -= 1;
+}
+
+/// Closes every shard against inserts.
+pub fn close(self: *OwnedTasks) void {
+    for (self.shards) |*shard| {
+        shard.mutex.lock();
+        defer shard.mutex.unlock();
+        shard.closed = true;
+    }
+}
+
+/// After `close`: unlinks and returns one remaining task, or null when all are gone.
+pub fn popAny(self: *OwnedTasks) ?*Header {
+    for (self.shards) |*shard| {
+        shard.mutex.lock();
+        defer shard.mutex.unlock();
+        assert(shard.closed);
+        if (shard.head) |task| {
+            unlink(shard, task);
+            return task;
+        }
+    }
+    return null;
+}
+
+pub fn count(self: *OwnedTasks) usize {
+    var total: usize = 0;
+    for (self.shards) |*shard| {
+        shard.mutex.lock();
+        defer shard.mutex.unlock();
+        total += shard.count;
+    }
+    return total;
+}
+
+test "insert, remove, close" {
+    var owned = try OwnedTasks.init(std.testing.allocator, 4);
+    defer owned.deinit(std.testing.allocator);
+    var tasks: [6]Header = undefined;
+    for (&tasks, 0..) |*t, i| {
+        t.* = .{ .state = .init(0), .vtable = undefined, .scheduler = undefined, .id = i };
+        try owned.insert(t);
+    }
+    try std.testing.expectEqual(@as(usize, 6), owned.count());
+    owned.remove(&tasks[2]);
+    owned.remove(&tasks[4]);
+    try std.testing.expectEqual(@as(usize, 4), owned.count());
+    owned.close();
+    try std.testing.expectError(error.Shutdown, owned.insert(&tasks[2]));
+    var popped: usize = 0;
+    while (owned.popAny()) |_| popped += 1;
+    try std.testing.expectEqual(@as(usize, 4), popped);
+}

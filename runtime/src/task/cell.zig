@@ -1,0 +1,89 @@
+//! `Cell(F)`: the one allocation behind a spawned task — the type-erased `Header` followed by
+//! the stage: the future while it runs, then its output (or `error.Cancelled`), then nothing
+//! once the JoinHandle took the output.
+//!
+//! The stage is only touched by the thread that holds `running` (poll, cancel), by the
+//! JoinHandle after it observed `complete` (take the output), or by the last reference holder
+//! (free). The state word's acq_rel transitions order these accesses.
+
+const std = @import("std");
+const assert = std.debug.assert;
+const Allocator = std.mem.Allocator;
+const future = @import("../future.zig");
+const Header = @import("Header.zig");
+
+pub const JoinError = error{Cancelled};
+
+pub fn Cell(comptime F: type) type {
+    const T = future.OutputOf(F);
+    return struct {
+        const Self = @This();
+
+        header: Header,
+        allocator: Allocator,
+        stage: Stage,
+
+        const Stage = union(enum) {
+            running: F,
+            finished: JoinError!T,
+            consumed,
+        };
+
+        pub const vtable = Header.VTable{
+            .poll = poll,
+            .cancel = cancel,
+            .take_output = takeOutput,
+            .dealloc = dealloc,
+        };
+
+        /// Allocates the task; its state is `initial_state` (scheduled, three references).
+        pub fn create(allocator: Allocator, f: F, scheduler: *const Header.Scheduler, id: u64) Allocator.Error!*Self {
+            const self = try allocator.create(Self);
+            self.* = .{
+                .header = Header.init(&vtable, scheduler, id),
+                .allocator = allocator,
+                .stage = .{ .running = f },
+            };
+            return self;
+        }
+
+        fn from(header: *Header) *Self {
+            return @fieldParentPtr("header", header);
+        }
+
+        fn poll(header: *Header) bool {
+            const self = from(header);
+            assert(self.stage == .running);
+            const waker = header.borrowedWaker();
+            var cx = future.Context.init(&waker);
+            switch (self.stage.running.poll(&cx)) {
+                .pending => return false,
+                .ready => |output| {
+                    self.stage = .{ .finished = output };
+                    return true;
+                },
+            }
+        }
+
+        fn cancel(header: *Header) void {
+            const self = from(header);
+            assert(self.stage == .running);
+            future.cancel(&self.stage.running);
+            self.stage = .{ .finished = error.Cancelled };
+        }
+
+        fn takeOutput(header: *Header, out: *anyopaque) void {
+            const self = from(header);
+            assert(self.stage == .finished);
+            const destination: *(JoinError!T) = @ptrCast(@alignCast(out));
+            destination.* = self.stage.finished;
+            self.stage = .consumed;
+        }
+
+        fn dealloc(header: *Header) void {
+            const self = from(header);
+            assert(self.stage != .running);
+            self.allocator.destroy(self);
+        }
+    };
+}

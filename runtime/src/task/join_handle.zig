@@ -1,0 +1,68 @@
+//! `JoinHandle(T)`: the spawner's side of a task, itself a future of `JoinError!T`.
+//!
+//! Awaiting it suspends the awaiting task: the handle registers the awaiter's waker in the
+//! task's join-waker slot (see `Header.registerJoinWaker`) and returns pending; the thread
+//! that completes the task wakes it. It never spins and never runs other tasks on the
+//! awaiter's stack.
+//!
+//! Every handle must end in exactly one of: awaited to completion (it releases itself then),
+//! `detach()`, or `cancel()` (the same as detach, for combinators). `abort()` requests
+//! cancellation; the handle must still be awaited or detached afterwards.
+
+const std = @import("std");
+const assert = std.debug.assert;
+const future = @import("../future.zig");
+const budget = @import("../budget.zig");
+const Header = @import("Header.zig");
+pub const JoinError = @import("cell.zig").JoinError;
+
+pub fn JoinHandle(comptime T: type) type {
+    return struct {
+        const Self = @This();
+        pub const Output = JoinError!T;
+
+        raw: ?*Header,
+
+        pub fn poll(self: *Self, cx: *future.Context) future.Poll(Output) {
+            const header = self.raw orelse @panic("JoinHandle polled after it completed or was detached");
+            if (!budget.proceed(cx)) return .pending;
+            switch (header.registerJoinWaker(cx.waker())) {
+                .pending => {
+                    budget.refund();
+                    return .pending;
+                },
+                .complete => {
+                    var output: Output = undefined;
+                    header.vtable.take_output(header, &output);
+                    self.raw = null;
+                    header.dropJoinHandle();
+                    return .{ .ready = output };
+                },
+            }
+        }
+
+        /// Requests cancellation: the task's future is cancelled (not polled again) the next
+        /// time a worker takes it, and the handle then yields `error.Cancelled` — unless the
+        /// task completed first.
+        pub fn abort(self: *const Self) void {
+            if (self.raw) |header| header.abort();
+        }
+
+        /// Gives up the handle; the task keeps running and its output is dropped.
+        pub fn detach(self: *Self) void {
+            const header = self.raw orelse return;
+            self.raw = null;
+            header.dropJoinHandle();
+        }
+
+        /// Future-contract cancellation (used by select/timeout/task shutdown): detaches.
+        pub fn cancel(self: *Self) void {
+            self.detach();
+        }
+
+        pub fn isFinished(self: *const Self) bool {
+            const header = self.raw orelse return true;
+            return header.load() & Header.complete != 0;
+        }
+    };
+}

@@ -1,0 +1,225 @@
+//! The timer driver: the runtime's timing wheel behind a mutex, plus the protocol that lets a
+//! parked worker sleep exactly until the next deadline.
+//!
+//! ## Entries
+//!
+//! A `TimerEntry` lives inside the future that waits (`Sleep`), so registering never
+//! allocates. `waker` and the wheel links are guarded by `mutex`. `fired` is set with release
+//! *after* the waker was taken out of the entry, under the mutex; the future reads it with
+//! acquire and may complete and be freed as soon as it sees it — so the firing thread never
+//! touches the entry after setting `fired`, and wakes the collected wakers after unlocking.
+//!
+//! ## Who fires timers
+//!
+//! Workers do, in `process`: before parking, on waking, and every few ticks while busy. One
+//! parked worker at a time is the "timer owner" (`owner`): it parks with a timeout until
+//! `next_deadline_ms`; the others park without a timeout, so a parked runtime with no timers
+//! uses no CPU. When a registration moves `next_deadline_ms` earlier, `kick` (set by the
+//! runtime) wakes the owner, or any sleeping worker when there is no owner, so that someone
+//! re-arms for the new deadline.
+//!
+//! `next_deadline_ms` is stored (under the mutex) and then `owner`/the sleeper set is read by
+//! the registering thread, while a parking worker registers as sleeping and then reads
+//! `next_deadline_ms`: store-then-load on both sides, so both words are seq_cst.
+
+const std = @import("std");
+const assert = std.debug.assert;
+const Waker = @import("../Waker.zig");
+const Wheel = @import("Wheel.zig");
+const clock = @import("clock.zig");
+
+const Driver = @This();
+
+pub const none: u64 = std.math.maxInt(u64);
+pub const no_owner: u32 = std.math.maxInt(u32);
+
+pub const TimerEntry = struct {
+    node: Wheel.Entry = .{},
+    /// Guarded by the driver's mutex.
+    waker: ?Waker = null,
+    fired: std.atomic.Value(bool) = .init(false),
+
+    fn fromNode(node: *Wheel.Entry) *TimerEntry {
+        return @fieldParentPtr("node", node);
+    }
+};
+
+pub const Kick = struct {
+    context: *anyopaque,
+    function: *const fn (context: *anyopaque) void,
+};
+
+mutex: std.Thread.Mutex = .{},
+wheel: Wheel,
+start_ns: u64,
+next_deadline_ms: std.atomic.Value(u64) = .init(none),
+owner: std.atomic.Value(u32) = .init(no_owner),
+kick: Kick,
+
+pub fn init(kick: Kick) Driver {
+    return .{ .wheel = Wheel.init(0), .start_ns = clock.nowNs(), .kick = kick };
+}
+
+/// Milliseconds since the driver started (rounded down).
+pub fn nowMs(self: *const Driver) u64 {
+    return (clock.nowNs() -| self.start_ns) / std.time.ns_per_ms;
+}
+
+/// The first tick at or after the monotonic time `deadline_ns` (rounded up: never early).
+pub fn deadlineMsFor(self: *const Driver, deadline_ns: u64) u64 {
+    return std.math.divCeil(u64, deadline_ns -| self.start_ns, std.time.ns_per_ms) catch unreachable;
+}
+
+pub const Registration = enum { registered, expired };
+
+/// Arms `entry` for `deadline_ms` with a clone of `waker`, unless the deadline has passed.
+pub fn register(self: *Driver, entry: *TimerEntry, deadline_ms: u64, waker: *const Waker) Registration {
+    assert(!entry.node.linked);
+    if (deadline_ms <= self.nowMs()) return .expired;
+    var earlier = false;
+    {
+        self.mutex.lock();
+        defer self.mutex.unlock();
+        if (deadline_ms <= self.wheel.elapsed_ms) return .expired;
+        entry.fired.store(false, .monotonic);
+        entry.waker = waker.clone();
+        self.wheel.insert(&entry.node, deadline_ms);
+        if (entry.node.deadline_ms < self.next_deadline_ms.load(.seq_cst)) {
+            self.next_deadline_ms.store(entry.node.deadline_ms, .seq_cst);
+            earlier = true;
+        }
+    }
+    if (earlier) self.kick.function(self.kick.context);
+    return .registered;
+}
+
+/// Replaces the stored waker if it would wake someone else. False if the entry already fired.
+pub fn updateWaker(self: *Driver, entry: *TimerEntry, waker: *const Waker) bool {
+    self.mutex.lock();
+    defer self.mutex.unlock();
+    if (entry.fired.load(.monotonic)) return false;
+    assert(entry.node.linked);
+    if (!entry.waker.?.willWakeSame(waker)) {
+        entry.waker.?.drop();
+        entry.waker = waker.clone();
+    }
+    return true;
+}
+
+/// Disarms `entry` if it has not fired. Afterwards the driver holds no reference to it.
+pub fn cancel(self: *Driver, entry: *TimerEntry) void {
+    self.mutex.lock();
+    defer self.mutex.unlock();
+    if (!entry.node.linked) return;
+    self.wheel.remove(&entry.node);
+    if (entry.waker) |w| w.drop();
+    entry.waker = null;
+    // `next_deadline_ms` may now be early; the owner wakes, finds nothing and re-arms.
+}
+
+/// Fires every entry due at `now_ms`; returns how many fired.
+pub fn process(self: *Driver, now_ms: u64) usize {
+    var fired_total: usize = 0;
+    while (true) {
+        var wakers: [Wheel.DueList.capacity_max]Waker = undefined;
+        var due = Wheel.DueList{};
+        const finished = blk: {
+            self.mutex.lock();
+            defer self.mutex.unlock();
+            const finished = self.wheel.advance(now_ms, &due);
+            for (due.slice(), 0..) |node, index| {
+                const entry = TimerEntry.fromNode(node);
+                wakers[index] = entry.waker.?;
+                entry.waker = null;
+                // Release: the future may complete (and free the entry) once it sees this.
+                entry.fired.store(true, .release);
+            }
+            self.next_deadline_ms.store(self.wheel.nextDeadline() orelse none, .seq_cst);
+            break :blk finished;
+        };
+        for (wakers[0..due.len]) |w| w.wake();
+        fired_total += due.len;
+        if (finished) return fired_total;
+    }
+}
+
+/// Fires due timers if the earliest deadline has passed; cheap when nothing is due.
+pub fn processIfDue(self: *Driver) usize {
+    const next = self.next_deadline_ms.load(.seq_cst);
+    if (next == none) return 0;
+    const now = self.nowMs();
+    if (next > now) return 0;
+    return self.process(now);
+}
+
+/// How long a parked timer owner should sleep, or null for "no timers".
+pub fn parkTimeoutNs(self: *const Driver) ?u64 {
+    const next = self.next_deadline_ms.load(.seq_cst);
+    if (next == none) return null;
+    const now_ns = clock.nowNs() -| self.start_ns;
+    const deadline_ns = next * std.time.ns_per_ms;
+    return deadline_ns -| now_ns;
+}
+
+test "register, fire, cancel" {
+    const Kicks = struct {
+        count: u32 = 0,
+        fn kick(context: *anyopaque) void {
+            const self: *@This() = @ptrCast(@alignCast(context));
+            self.count += 1;
+        }
+    };
+    var kicks = Kicks{};
+    var driver = Driver.init(.{ .context = &kicks, .function = Kicks.kick });
+    var counter = Waker.Counting{};
+    const w = counter.waker();
+    defer w.drop();
+
+    var a = TimerEntry{};
+    var b = TimerEntry{};
+    const now = driver.nowMs();
+    try std.testing.expectEqual(Registration.expired, driver.register(&a, now, &w));
+    try std.testing.expectEqual(Registration.registered, driver.register(&a, now + 5, &w));
+    try std.testing.expectEqual(Registration.registered, driver.register(&b, now + 10, &w));
+    try std.testing.expectEqual(@as(u32, 1), kicks.count); // Only the earlier deadline kicks.
+    try std.testing.expect(driver.parkTimeoutNs() != null);
+    driver.cancel(&b);
+    try std.testing.expectEqual(@as(usize, 1), driver.process(now + 5));
+    try std.testing.expect(a.fired.load(.acquire));
+    try std.testing.expect(!b.fired.load(.acquire));
+    try std.testing.expectEqual(@as(u32, 1), counter.wakeCount());
+    try std.testing.expect(!driver.updateWaker(&a, &w));
+    try std.testing.expectEqual(@as(i32, 1), counter.outstanding());
+    try std.testing.expectEqual(none, driver.next_deadline_ms.load(.seq_cst));
+}
+
+test "process fires timers in deadline order as time advances" {
+    const ampere_testing = @import("../testing.zig");
+    const seed = ampere_testing.seed();
+    errdefer ampere_testing.reportSeed("driver fires in order", seed);
+    var prng = std.Random.DefaultPrng.init(seed);
+    const Noop = struct {
+        fn kick(context: *anyopaque) void {
+            _ = context;
+        }
+    };
+    var driver = Driver.init(.{ .context = undefined, .function = Noop.kick });
+    const w = Waker.noop();
+    var entries: [300]TimerEntry = @splat(.{});
+    const base = driver.nowMs() + 1;
+    for (&entries) |*e| try std.testing.expectEqual(Registration.registered, driver.register(e, base + prng.random().uintLessThan(u64, 5_000), &w));
+    var last_fired_deadline: u64 = 0;
+    var fired: usize = 0;
+    var now = base;
+    while (fired < entries.len) : (now += 1 + prng.random().uintLessThan(u64, 3)) {
+        const before = fired;
+        fired += driver.process(now);
+        for (&entries) |*e| {
+            if (e.fired.load(.acquire) and e.node.deadline_ms > last_fired_deadline and e.node.deadline_ms <= now) {
+                try std.testing.expect(e.node.deadline_ms > now -| 3); // Fired in the step it became due.
+            }
+        }
+        if (fired > before) last_fired_deadline = now;
+        for (&entries) |*e| if (!e.fired.load(.acquire)) try std.testing.expect(e.node.deadline_ms > now);
+    }
+}

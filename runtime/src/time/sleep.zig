@@ -1,0 +1,108 @@
+//! `sleep(duration_ns)` and `timeout(future, duration_ns)`.
+//!
+//! The deadline is fixed when the future is created (like Tokio's `sleep`), not when it is
+//! first polled. The timer entry lives inside the `Sleep` future; the first poll registers it
+//! with the current runtime's timer driver (the runtime of the worker, `blockOn` or blocking
+//! thread polling it). Timers have 1 ms resolution and never fire early.
+
+const std = @import("std");
+const assert = std.debug.assert;
+const future = @import("../future.zig");
+const budget = @import("../budget.zig");
+const context = @import("../context.zig");
+const clock = @import("clock.zig");
+const Driver = @import("Driver.zig");
+
+pub const Sleep = struct {
+    pub const Output = void;
+
+    deadline_ns: u64,
+    entry: Driver.TimerEntry = .{},
+    driver: ?*Driver = null,
+    state: enum { unregistered, waiting, done } = .unregistered,
+
+    pub fn poll(self: *Sleep, cx: *future.Context) future.Poll(void) {
+        if (self.state == .done) return .{ .ready = {} };
+        if (!budget.proceed(cx)) return .pending;
+        if (self.state == .unregistered) {
+            const rt = context.runtime() orelse @panic("ampere.time.sleep polled outside a runtime");
+            const driver = &rt.driver;
+            self.driver = driver;
+            switch (driver.register(&self.entry, driver.deadlineMsFor(self.deadline_ns), cx.waker())) {
+                .expired => return self.finish(),
+                .registered => self.state = .waiting,
+            }
+        } else {
+            assert(self.state == .waiting);
+            // Acquire pairs with the driver's release store of `fired`.
+            if (self.entry.fired.load(.acquire)) return self.finish();
+            if (!self.driver.?.updateWaker(&self.entry, cx.waker())) return self.finish();
+        }
+        budget.refund();
+        return .pending;
+    }
+
+    fn finish(self: *Sleep) future.Poll(void) {
+        self.state = .done;
+        return .{ .ready = {} };
+    }
+
+    pub fn cancel(self: *Sleep) void {
+        if (self.state == .waiting) self.driver.?.cancel(&self.entry);
+        self.state = .done;
+    }
+};
+
+pub fn sleep(duration_ns: u64) Sleep {
+    return .{ .deadline_ns = clock.nowNs() +| duration_ns };
+}
+
+pub fn sleepUntil(deadline_ns: u64) Sleep {
+    return .{ .deadline_ns = deadline_ns };
+}
+
+pub const TimeoutError = error{Timeout};
+
+/// `inner` with a deadline: Output `error{Timeout}!Inner.Output`. The inner future is polled
+/// first, so a future that becomes ready exactly at the deadline wins.
+pub fn Timeout(comptime F: type) type {
+    const T = future.OutputOf(F);
+    return struct {
+        const Self = @This();
+        pub const Output = TimeoutError!T;
+        inner: F,
+        timer: Sleep,
+        finished: bool = false,
+
+        pub fn poll(self: *Self, cx: *future.Context) future.Poll(Output) {
+            assert(!self.finished);
+            switch (self.inner.poll(cx)) {
+                .ready => |value| {
+                    self.finished = true;
+                    self.timer.cancel();
+                    return .{ .ready = value };
+                },
+                .pending => {},
+            }
+            switch (self.timer.poll(cx)) {
+                .ready => {
+                    self.finished = true;
+                    future.cancel(&self.inner);
+                    return .{ .ready = error.Timeout };
+                },
+                .pending => return .pending,
+            }
+        }
+
+        pub fn cancel(self: *Self) void {
+            if (self.finished) return;
+            self.finished = true;
+            future.cancel(&self.inner);
+            self.timer.cancel();
+        }
+    };
+}
+
+pub fn timeout(inner: anytype, duration_ns: u64) Timeout(@TypeOf(inner)) {
+    return .{ .inner = inner, .timer = sleep(duration_ns) };
+}
