@@ -39,11 +39,29 @@ const Bench = struct {
 };
 
 /// The registered benchmarks in canonical order (README.md). Benchmarks of the spec that are
-/// not here yet: tiers 1–4 and the echo suite (waiting for the ampere primitives/runtime).
+/// not here yet: tiers 3–4 and the echo suite (waiting for `ampere.Runtime`).
 const benches = [_]Bench{
-    .{ .suite = "micro", .tier = 0, .name = "floor_cas_store", .run = sync_tiers.floorCasStore },
-    .{ .suite = "micro", .tier = 0, .name = "floor_fetch_add", .run = sync_tiers.floorFetchAdd },
+    micro(0, "floor_cas_store", sync_tiers.floorCasStore),
+    micro(0, "floor_fetch_add", sync_tiers.floorFetchAdd),
+    micro(1, "mutex", sync_tiers.mutex),
+    micro(1, "rwlock_read", sync_tiers.rwlockRead),
+    micro(1, "rwlock_write", sync_tiers.rwlockWrite),
+    micro(1, "semaphore", sync_tiers.semaphore),
+    micro(1, "oncecell_get", sync_tiers.oncecellGet),
+    micro(1, "oncecell_set", sync_tiers.oncecellSet),
+    micro(1, "notify", sync_tiers.notify),
+    micro(1, "barrier", sync_tiers.barrier),
+    micro(2, "channel_send", sync_tiers.channelSend),
+    micro(2, "channel_recv", sync_tiers.channelRecv),
+    micro(2, "channel_roundtrip", sync_tiers.channelRoundtrip),
+    micro(2, "oneshot", sync_tiers.oneshot),
+    micro(2, "broadcast", sync_tiers.broadcast),
+    micro(2, "watch", sync_tiers.watch),
 };
+
+fn micro(tier: u8, name: []const u8, run_fn: BenchFn) Bench {
+    return .{ .suite = "micro", .tier = tier, .name = name, .run = run_fn };
+}
 
 /// Operations per iteration of a micro benchmark (README.md table; same as the Rust side).
 fn microOps(name: []const u8, c: *const Constants) u64 {
@@ -249,7 +267,8 @@ test "list, json and table" {
     var aw = std.Io.Writer.Allocating.init(testing.allocator);
     defer aw.deinit();
     try testing.expectEqual(@as(u8, 0), runArgs(&counting, "--quick --list", &aw.writer).code);
-    try testing.expectEqualStrings("micro 0 floor_cas_store\nmicro 0 floor_fetch_add\n", aw.written());
+    try testing.expect(std.mem.startsWith(u8, aw.written(), "micro 0 floor_cas_store\nmicro 0 floor_fetch_add\nmicro 1 mutex\n"));
+    try testing.expectEqual(benches.len, std.mem.count(u8, aw.written(), "\n"));
     aw.clearRetainingCapacity();
     try testing.expectEqual(@as(u8, 0), runArgs(&counting, "--quick --json --filter fetch", &aw.writer).code);
     const parsed = try std.json.parseFromSlice(std.json.Value, testing.allocator, aw.written(), .{});
@@ -257,8 +276,8 @@ test "list, json and table" {
     const entry = parsed.value.object.get("benchmarks").?.object.get("floor_fetch_add").?.object;
     try testing.expectEqual(@as(i64, 2000), entry.get("ops_per_iter").?.integer);
     aw.clearRetainingCapacity();
-    try testing.expectEqual(@as(u8, 0), runArgs(&counting, "--quick --set sync_ops=10", &aw.writer).code);
-    try testing.expect(std.mem.indexOf(u8, aw.written(), "(2 benchmarks, runtime ampere)") != null);
+    try testing.expectEqual(@as(u8, 0), runArgs(&counting, "--quick --set sync_ops=10 --set channel_ops=10", &aw.writer).code);
+    try testing.expect(std.mem.indexOf(u8, aw.written(), "(16 benchmarks, runtime ampere)") != null);
 }
 
 test "command line errors exit 2" {
@@ -282,7 +301,7 @@ test "quick run writes csv and meta, and never overwrites" {
     var meta_buffer: [std.fs.max_path_bytes]u8 = undefined;
     const csv = try std.fmt.bufPrint(&csv_buffer, "{s}/ampere.csv", .{dir});
     const meta = try std.fmt.bufPrint(&meta_buffer, "{s}/ampere.meta.json", .{dir});
-    const args = [_][]const u8{ "--quick", "--invocation", "1", "--csv", csv, "--meta", meta };
+    const args = [_][]const u8{ "--quick", "--filter", "floor", "--invocation", "1", "--csv", csv, "--meta", meta };
     var counting = CountingAllocator.init(testing.allocator);
     var aw = std.Io.Writer.Allocating.init(testing.allocator);
     defer aw.deinit();

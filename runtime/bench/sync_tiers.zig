@@ -6,11 +6,18 @@
 //! Tier 0 (controls) touches no runtime and is identical code in both languages; Rust's
 //! `black_box(&x)` is `harness.blackBox(&x)` here.
 //!
-//! Tiers 1 and 2 are written as the ampere primitives they measure land in `ampere.sync` and
-//! `ampere.channel` (README.md, fairness table, lists which are still missing).
+//! Tiers 1 and 2 use `ampere.sync` and `ampere.channel`; channels take the counting allocator
+//! (`ctx.allocator()`), created before the timed bracket. Rust's drop of a guard or permit is
+//! the matching unlock/release call here.
 
 const std = @import("std");
+const ampere = @import("ampere");
 const harness = @import("harness.zig");
+
+const sync = ampere.sync;
+const channel = ampere.channel;
+const Context = ampere.Context;
+const Waker = ampere.Waker;
 
 const Ctx = harness.Ctx;
 const Error = harness.Error;
@@ -67,6 +74,379 @@ pub fn floorFetchAdd(ctx: *Ctx) Error!void {
     }
 }
 
+// -- Tier 1: sync fast paths ----------------------------------------------------------------
+
+/// One op: `tryLock()` (must succeed), `unlock()`.
+pub fn mutex(ctx: *Ctx) Error!void {
+    const c = ctx.constants;
+    const ops = c.sync_ops;
+    var lock = sync.Mutex.init();
+    var k: u64 = 0;
+    while (k < c.warmup + c.iterations) : (k += 1) {
+        var acquired: u64 = 0;
+        const mark = ctx.markStart();
+        var i: u64 = 0;
+        while (i < ops) : (i += 1) {
+            const l = blackBox(&lock);
+            if (l.tryLock()) {
+                acquired += 1;
+                l.unlock();
+            }
+        }
+        const sample = mark.stop();
+        try ctx.expectEq("successful tryLock calls", acquired, ops);
+        ctx.record(k, c.warmup, sample);
+    }
+}
+
+/// One op: `tryRead()` (must succeed), `readUnlock()`.
+pub fn rwlockRead(ctx: *Ctx) Error!void {
+    const c = ctx.constants;
+    const ops = c.sync_ops;
+    var lock = sync.RwLock.init();
+    var k: u64 = 0;
+    while (k < c.warmup + c.iterations) : (k += 1) {
+        var acquired: u64 = 0;
+        const mark = ctx.markStart();
+        var i: u64 = 0;
+        while (i < ops) : (i += 1) {
+            const l = blackBox(&lock);
+            if (l.tryRead()) {
+                acquired += 1;
+                l.readUnlock();
+            }
+        }
+        const sample = mark.stop();
+        try ctx.expectEq("successful tryRead calls", acquired, ops);
+        ctx.record(k, c.warmup, sample);
+    }
+}
+
+/// One op: `tryWrite()` (must succeed), `writeUnlock()`.
+pub fn rwlockWrite(ctx: *Ctx) Error!void {
+    const c = ctx.constants;
+    const ops = c.sync_ops;
+    var lock = sync.RwLock.init();
+    var k: u64 = 0;
+    while (k < c.warmup + c.iterations) : (k += 1) {
+        var acquired: u64 = 0;
+        const mark = ctx.markStart();
+        var i: u64 = 0;
+        while (i < ops) : (i += 1) {
+            const l = blackBox(&lock);
+            if (l.tryWrite()) {
+                acquired += 1;
+                l.writeUnlock();
+            }
+        }
+        const sample = mark.stop();
+        try ctx.expectEq("successful tryWrite calls", acquired, ops);
+        ctx.record(k, c.warmup, sample);
+    }
+}
+
+/// One op on a semaphore of `semaphore_permits` permits: `tryAcquire(1)` (must succeed),
+/// `release(1)`.
+pub fn semaphore(ctx: *Ctx) Error!void {
+    const c = ctx.constants;
+    const ops = c.sync_ops;
+    const permits: usize = @intCast(c.semaphore_permits);
+    var sem = sync.Semaphore.init(permits);
+    var k: u64 = 0;
+    while (k < c.warmup + c.iterations) : (k += 1) {
+        var acquired: u64 = 0;
+        const mark = ctx.markStart();
+        var i: u64 = 0;
+        while (i < ops) : (i += 1) {
+            const s = blackBox(&sem);
+            if (s.tryAcquire(1)) {
+                acquired += 1;
+                s.release(1);
+            }
+        }
+        const sample = mark.stop();
+        try ctx.expectEq("successful tryAcquire calls", acquired, ops);
+        try ctx.expectEq("available permits", sem.availablePermits(), permits);
+        ctx.record(k, c.warmup, sample);
+    }
+}
+
+/// One op: `get()` on a cell holding 42; the values read are summed.
+pub fn oncecellGet(ctx: *Ctx) Error!void {
+    const c = ctx.constants;
+    const ops = c.sync_ops;
+    var cell = sync.OnceCell(u64).init();
+    cell.set(42) catch return ctx.fail("could not initialise the cell", .{});
+    var k: u64 = 0;
+    while (k < c.warmup + c.iterations) : (k += 1) {
+        var sum: u64 = 0;
+        const mark = ctx.markStart();
+        var i: u64 = 0;
+        while (i < ops) : (i += 1) {
+            if (blackBox(&cell).get()) |value| sum += value.*;
+        }
+        const sample = mark.stop();
+        try ctx.expectEq("sum of get() values", sum, 42 * ops);
+        ctx.record(k, c.warmup, sample);
+    }
+}
+
+/// One op: create a new cell, `set(i)` (must succeed); the cell is kept observable.
+pub fn oncecellSet(ctx: *Ctx) Error!void {
+    const c = ctx.constants;
+    const ops = c.sync_ops;
+    var k: u64 = 0;
+    while (k < c.warmup + c.iterations) : (k += 1) {
+        var stored: u64 = 0;
+        const mark = ctx.markStart();
+        var i: u64 = 0;
+        while (i < ops) : (i += 1) {
+            var cell = sync.OnceCell(u64).init();
+            if (cell.set(i)) |_| {
+                stored += 1;
+            } else |_| {}
+            _ = blackBox(&cell);
+        }
+        const sample = mark.stop();
+        try ctx.expectEq("successful set() calls", stored, ops);
+        ctx.record(k, c.warmup, sample);
+    }
+}
+
+/// One op: `notifyOne()`, then create the `notified()` future and poll it once with a no-op
+/// waker: it must be Ready (it consumes the stored permit).
+pub fn notify(ctx: *Ctx) Error!void {
+    const c = ctx.constants;
+    const ops = c.sync_ops;
+    var notifier = sync.Notify.init();
+    const noop = Waker.noop();
+    var cx = Context.init(&noop);
+    var k: u64 = 0;
+    while (k < c.warmup + c.iterations) : (k += 1) {
+        var ready: u64 = 0;
+        const mark = ctx.markStart();
+        var i: u64 = 0;
+        while (i < ops) : (i += 1) {
+            const n = blackBox(&notifier);
+            n.notifyOne();
+            var notified = n.notified();
+            if (notified.poll(&cx) == .ready) {
+                ready += 1;
+            } else {
+                notified.cancel();
+            }
+        }
+        const sample = mark.stop();
+        try ctx.expectEq("Ready polls of notified()", ready, ops);
+        ctx.record(k, c.warmup, sample);
+    }
+}
+
+/// One op on a barrier of 1 (created once, untimed): create its `wait()` future, poll it once
+/// with a no-op waker: it must be Ready (and this task the leader).
+pub fn barrier(ctx: *Ctx) Error!void {
+    const c = ctx.constants;
+    const ops = c.sync_ops;
+    var the_barrier = sync.Barrier.init(1);
+    const noop = Waker.noop();
+    var cx = Context.init(&noop);
+    var k: u64 = 0;
+    while (k < c.warmup + c.iterations) : (k += 1) {
+        var ready: u64 = 0;
+        const mark = ctx.markStart();
+        var i: u64 = 0;
+        while (i < ops) : (i += 1) {
+            var wait = blackBox(&the_barrier).wait();
+            switch (wait.poll(&cx)) {
+                .ready => |result| {
+                    if (result.is_leader) ready += 1;
+                },
+                .pending => wait.cancel(),
+            }
+        }
+        const sample = mark.stop();
+        try ctx.expectEq("Ready (leader) polls of wait()", ready, ops);
+        ctx.record(k, c.warmup, sample);
+    }
+}
+
+// -- Tier 2: channel fast paths -------------------------------------------------------------
+
+const Channel = channel.Bounded(u64);
+
+fn boundedChannel(ctx: *Ctx, capacity: u64) Error!Channel {
+    return Channel.init(ctx.allocator(), @intCast(capacity)) catch ctx.fail("out of memory creating a channel", .{});
+}
+
+/// One op: `trySend(i)` on a bounded channel of capacity `channel_ops` (created untimed per
+/// iteration). Verified untimed by draining: every value, in order.
+pub fn channelSend(ctx: *Ctx) Error!void {
+    const c = ctx.constants;
+    const ops = c.channel_ops;
+    var k: u64 = 0;
+    while (k < c.warmup + c.iterations) : (k += 1) {
+        var ch = try boundedChannel(ctx, ops);
+        defer ch.deinit();
+        var sent: u64 = 0;
+        const mark = ctx.markStart();
+        var i: u64 = 0;
+        while (i < ops) : (i += 1) {
+            if (blackBox(&ch).trySend(i)) |_| {
+                sent += 1;
+            } else |_| {}
+        }
+        const sample = mark.stop();
+        try ctx.expectEq("successful trySend calls", sent, ops);
+        var sum: u64 = 0;
+        var received: u64 = 0;
+        while (ch.tryRecv()) |v| {
+            sum += v;
+            received += 1;
+        } else |_| {}
+        try ctx.expectEq("values in the channel", received, ops);
+        try ctx.expectEq("sum of values in the channel", sum, sumBelow(ops));
+        ctx.record(k, c.warmup, sample);
+    }
+}
+
+/// One op: `tryRecv()` on a bounded channel pre-filled untimed with 0..channel_ops; the
+/// values are summed.
+pub fn channelRecv(ctx: *Ctx) Error!void {
+    const c = ctx.constants;
+    const ops = c.channel_ops;
+    var k: u64 = 0;
+    while (k < c.warmup + c.iterations) : (k += 1) {
+        var ch = try boundedChannel(ctx, ops);
+        defer ch.deinit();
+        var fill: u64 = 0;
+        while (fill < ops) : (fill += 1) {
+            ch.trySend(fill) catch |err| return ctx.fail("pre-fill failed: {s}", .{@errorName(err)});
+        }
+        var sum: u64 = 0;
+        var received: u64 = 0;
+        const mark = ctx.markStart();
+        var i: u64 = 0;
+        while (i < ops) : (i += 1) {
+            if (blackBox(&ch).tryRecv()) |v| {
+                sum += v;
+                received += 1;
+            } else |_| {}
+        }
+        const sample = mark.stop();
+        try ctx.expectEq("successful tryRecv calls", received, ops);
+        try ctx.expectEq("sum of received values", sum, sumBelow(ops));
+        ctx.record(k, c.warmup, sample);
+    }
+}
+
+/// One op on a bounded channel of capacity 1 (created untimed): `trySend(i)`, `tryRecv()`
+/// which must return i.
+pub fn channelRoundtrip(ctx: *Ctx) Error!void {
+    const c = ctx.constants;
+    const ops = c.channel_ops;
+    var k: u64 = 0;
+    while (k < c.warmup + c.iterations) : (k += 1) {
+        var ch = try boundedChannel(ctx, 1);
+        defer ch.deinit();
+        var matched: u64 = 0;
+        const mark = ctx.markStart();
+        var i: u64 = 0;
+        while (i < ops) : (i += 1) {
+            blackBox(&ch).trySend(i) catch {};
+            if (blackBox(&ch).tryRecv()) |v| {
+                if (v == i) matched += 1;
+            } else |_| {}
+        }
+        const sample = mark.stop();
+        try ctx.expectEq("values received back in order", matched, ops);
+        ctx.record(k, c.warmup, sample);
+    }
+}
+
+/// One op: create a oneshot, `send(i)`, `tryRecv()` which must return i. (ampere's oneshot is
+/// a plain value on the stack; Tokio's allocates its shared state: see the fairness table.)
+pub fn oneshot(ctx: *Ctx) Error!void {
+    const c = ctx.constants;
+    const ops = c.channel_ops;
+    var k: u64 = 0;
+    while (k < c.warmup + c.iterations) : (k += 1) {
+        var matched: u64 = 0;
+        const mark = ctx.markStart();
+        var i: u64 = 0;
+        while (i < ops) : (i += 1) {
+            var ch = channel.Oneshot(u64).init();
+            ch.send(i) catch {};
+            if (blackBox(&ch).tryRecv()) |v| {
+                if (v == i) matched += 1;
+            } else |_| {}
+        }
+        const sample = mark.stop();
+        try ctx.expectEq("oneshot values received", matched, ops);
+        ctx.record(k, c.warmup, sample);
+    }
+}
+
+/// Most broadcast receivers the benchmark supports (the receivers live in a fixed array).
+pub const broadcast_receivers_max = 64;
+
+/// One op on a broadcast channel of capacity `broadcast_capacity` with `broadcast_receivers`
+/// receivers (created untimed): one `send(i)`, then one `tryRecv()` on each receiver, each of
+/// which must return i.
+pub fn broadcast(ctx: *Ctx) Error!void {
+    const c = ctx.constants;
+    const ops = c.channel_ops;
+    const receiver_count: usize = @intCast(c.broadcast_receivers);
+    if (receiver_count > broadcast_receivers_max) {
+        return ctx.fail("broadcast_receivers = {d}, at most {d} supported", .{ receiver_count, broadcast_receivers_max });
+    }
+    const Broadcast = channel.Broadcast(u64);
+    var tx = Broadcast.init(ctx.allocator(), @intCast(c.broadcast_capacity)) catch
+        return ctx.fail("out of memory creating the channel", .{});
+    defer tx.deinit();
+    var receivers: [broadcast_receivers_max]Broadcast.Receiver = undefined;
+    for (receivers[0..receiver_count]) |*rx| rx.* = tx.subscribe();
+    var k: u64 = 0;
+    while (k < c.warmup + c.iterations) : (k += 1) {
+        var matched: u64 = 0;
+        const mark = ctx.markStart();
+        var i: u64 = 0;
+        while (i < ops) : (i += 1) {
+            _ = blackBox(&tx).send(i) catch {};
+            for (receivers[0..receiver_count]) |*rx| {
+                if (rx.tryRecv()) |v| {
+                    if (v == i) matched += 1;
+                } else |_| {}
+            }
+        }
+        const sample = mark.stop();
+        try ctx.expectEq("values received by all receivers", matched, ops * receiver_count);
+        ctx.record(k, c.warmup, sample);
+    }
+}
+
+/// One op with one receiver (created untimed): `send(i)`, then read the latest value with
+/// `borrow()` (Tokio's `borrow_and_update`), which must be i.
+pub fn watch(ctx: *Ctx) Error!void {
+    const c = ctx.constants;
+    const ops = c.channel_ops;
+    var tx = channel.Watch(u64).init(std.math.maxInt(u64));
+    defer tx.deinit();
+    var rx = tx.subscribe();
+    var k: u64 = 0;
+    while (k < c.warmup + c.iterations) : (k += 1) {
+        var matched: u64 = 0;
+        const mark = ctx.markStart();
+        var i: u64 = 0;
+        while (i < ops) : (i += 1) {
+            blackBox(&tx).send(i) catch {};
+            if (blackBox(&rx).borrow() == i) matched += 1;
+        }
+        const sample = mark.stop();
+        try ctx.expectEq("latest values seen", matched, ops);
+        ctx.record(k, c.warmup, sample);
+    }
+}
+
 const testing = std.testing;
 const constants = @import("constants.zig");
 
@@ -79,10 +459,13 @@ pub fn tinyConstants() !constants.Constants {
     return c;
 }
 
-test "tier 0 controls pass their checks" {
+test "every tier 0-2 benchmark passes its check" {
     const c = try tinyConstants();
     var counting = harness.CountingAllocator.init(testing.allocator);
-    const benches = [_]*const fn (*Ctx) Error!void{ floorCasStore, floorFetchAdd };
+    const benches = [_]*const fn (*Ctx) Error!void{
+        floorCasStore, floorFetchAdd, mutex,       rwlockRead,       rwlockWrite, semaphore, oncecellGet, oncecellSet,
+        notify,        barrier,       channelSend, channelRecv, channelRoundtrip, oneshot,     broadcast, watch,
+    };
     for (benches) |bench| {
         var samples: [2]harness.Sample = undefined;
         const case = harness.Case.micro(0, "control", c.sync_ops);
@@ -91,6 +474,7 @@ test "tier 0 controls pass their checks" {
         try testing.expectEqual(@as(usize, 2), ctx.recorded().len);
         for (ctx.recorded()) |s| {
             try testing.expect(s.elapsed_ns > 0);
+            // No ampere fast path allocates.
             try testing.expectEqual(@as(u64, 0), s.alloc_count);
         }
     }
@@ -100,4 +484,20 @@ test "sum below matches a loop" {
     try testing.expectEqual(@as(u64, 0), sumBelow(0));
     try testing.expectEqual(@as(u64, 0), sumBelow(1));
     try testing.expectEqual(@as(u64, 10), sumBelow(5));
+}
+
+test "a benchmark that loses values fails with a message" {
+    // The check helpers are what every benchmark ends with: a wrong count must fail.
+    const c = try tinyConstants();
+    var counting = harness.CountingAllocator.init(testing.allocator);
+    var samples: [2]harness.Sample = undefined;
+    const case = harness.Case.micro(2, "channel_send", c.channel_ops);
+    var ctx = Ctx{ .constants = &c, .counting = &counting, .case = &case, .samples = &samples };
+    var ch = try Channel.init(testing.allocator, 4);
+    defer ch.deinit();
+    try ch.trySend(1);
+    var received: u64 = 0;
+    while (ch.tryRecv()) |_| received += 1 else |_| {}
+    try testing.expectError(error.BenchmarkFailed, ctx.expectEq("values in the channel", received, 2));
+    try testing.expectEqualStrings("values in the channel = 1, expected 2", ctx.message());
 }
