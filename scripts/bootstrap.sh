@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Set-up for a fresh Debian machine with Python 3.11 and Rust/cargo (nothing else assumed):
+# creates .venv, installs the project with its pinned dependencies (Zig comes from the
+# `ziglang` wheel), and checks every toolchain piece. With --browser it also installs
+# Debian's chromium if it is missing (the browser test of `make test` needs it).
+# Every failure is one line naming the missing piece.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+fail() { echo "error: setup: $*" >&2; exit 1; }
+step() { echo "==> [setup] $*"; }
+
+want_browser=0
+[[ "${1:-}" == "--browser" ]] && want_browser=1
+
+python=${PYTHON:-python3}
+command -v "$python" >/dev/null || fail "python3 not found (Python 3.11 is required)"
+version=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+[[ "$version" == "3.11" ]] || fail "Python 3.11 is required, found $version ($python)"
+command -v cargo >/dev/null || fail "cargo not found (install Rust with rustup)"
+
+if [[ ! -x .venv/bin/python ]]; then
+    step "creating .venv"
+    "$python" -m venv .venv || fail "could not create .venv"
+fi
+if [[ ! -f .venv/.installed || pyproject.toml -nt .venv/.installed ]]; then
+    step "installing pinned Python dependencies (pyproject.toml)"
+    .venv/bin/python -m pip install -q --upgrade pip >/dev/null || fail "pip upgrade failed"
+    .venv/bin/python -m pip install -q -e '.[dev]' || fail "pip install -e .[dev] failed"
+    .venv/bin/python -m ipykernel install --sys-prefix --name ampere-lab --display-name "Ampere lab (.venv)" >/dev/null \
+        || fail "registering the Jupyter kernel failed"
+    touch .venv/.installed
+fi
+zig_version=$(.venv/bin/python -m ziglang version 2>/dev/null) || fail "zig (python -m ziglang) does not run"
+[[ "$zig_version" == "0.15.2" ]] || fail "zig 0.15.2 required, the venv has $zig_version"
+
+if (( want_browser )) && ! command -v chromium >/dev/null; then
+    step "installing chromium (Debian package, for the browser test)"
+    if [[ $(id -u) -eq 0 ]]; then
+        (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+            || fail "apt-get install chromium failed"
+    elif command -v sudo >/dev/null; then
+        (sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+            || fail "apt-get install chromium failed"
+    else
+        fail "chromium is missing and this user cannot install Debian packages"
+    fi
+fi
+exit 0
