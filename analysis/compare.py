@@ -78,8 +78,13 @@ def _sample(rows: pd.DataFrame, column: str) -> list[np.ndarray]:
 
 # -- one side ---------------------------------------------------------------------------------
 
-def describe_side(rows: pd.DataFrame, confidence: float, n_resamples: int, seed: int) -> dict[str, Any]:
-    """Per-runtime statistics of one benchmark (one row of `Comparison.runtimes`)."""
+def describe_side(rows: pd.DataFrame, confidence: float, n_resamples: int, seed: int,
+                  avg_ci: bool = True) -> dict[str, Any]:
+    """Per-runtime statistics of one benchmark (one row of `Comparison.runtimes`).
+
+    `avg_ci=False` skips the echo avg interval: `compare_sides` fills it in from the resamples
+    it draws anyway for the ratios (same method, no second bootstrap).
+    """
     sample = _sample(rows, "ns_per_op")
     values = stats.pooled(sample)
     med = stats.median_ci(values, confidence)
@@ -103,18 +108,20 @@ def describe_side(rows: pd.DataFrame, confidence: float, n_resamples: int, seed:
     out.update(dict.fromkeys(["avg_ns", "avg_ns_ci_low", "avg_ns_ci_high", "min_ns", "p75_ns", "p99_ns",
                               "p99_ns_ci_low", "p99_ns_ci_high", "p99_ns_ci_widest", "max_ns"], math.nan))
     if (rows["suite"] == "echo").all():
-        out.update(describe_batches(_sample(rows, "elapsed_ns"), confidence, n_resamples, seed))
+        out.update(describe_batches(_sample(rows, "elapsed_ns"), confidence, n_resamples, seed, avg_ci))
     return out
 
 
-def describe_batches(sample: list[np.ndarray], confidence: float, n_resamples: int, seed: int) -> dict[str, Any]:
+def describe_batches(sample: list[np.ndarray], confidence: float, n_resamples: int, seed: int,
+                     avg_ci: bool = True) -> dict[str, Any]:
     """Echo statistics per batch (elapsed_ns of a whole batch, not per op).
 
     avg with a bootstrap CI (stats.statistic_ci); p75 and p99 are the inverted-CDF quantiles
     (an observed batch time, x_(ceil(q n))); p99 gets its order-statistic CI.
     """
     batches = stats.pooled(sample)
-    avg = stats.statistic_ci(sample, "mean", confidence, n_resamples, seed)
+    avg = (stats.statistic_ci(sample, "mean", confidence, n_resamples, seed) if avg_ci
+           else stats.StatCI(float(batches.mean()), math.nan, math.nan, "deferred"))
     p75 = stats.quantile_ci(batches, 0.75, confidence, method="inverted_cdf")
     p99 = stats.quantile_ci(batches, 0.99, confidence, method="inverted_cdf")
     return {"avg_ns": avg.estimate, "avg_ns_ci_low": avg.low, "avg_ns_ci_high": avg.high,
@@ -157,10 +164,18 @@ def _safe_ratio(numerator: float, denominator: float) -> float:
 
 def compare_sides(base: pd.DataFrame, cand: pd.DataFrame, tie_band: float, confidence: float,
                   n_resamples: int, seed: int) -> dict[str, Any]:
-    """Pairwise statistics of one benchmark (p-values are adjusted later, across benchmarks)."""
+    """Pairwise statistics of one benchmark (p-values are adjusted later, across benchmarks).
+
+    Echo benchmarks also get the ratio of mean ns/op (= ratio of avg batch time: ops is the
+    batch size n on both sides) from the same resamples as the median ratio, and each side's
+    avg-per-batch interval (`baseline_avg_ci` / `candidate_avg_ci`, a StatCI).
+    """
     b_sample, c_sample = _sample(base, "ns_per_op"), _sample(cand, "ns_per_op")
     b, c = stats.pooled(b_sample), stats.pooled(c_sample)
-    rci = stats.ratio_ci(b_sample, c_sample, "median", confidence, n_resamples, seed)
+    echo = bool((base["suite"] == "echo").all())
+    pair = stats.ratio_cis(b_sample, c_sample, ("median", "mean") if echo else ("median",),
+                           confidence, n_resamples, seed)
+    rci = pair.cis["median"]
     hl = stats.hodges_lehmann(b, c, confidence)
     rank = stats.rank_test(b, c)
     verdict = stats.verdict(rci.log_low, rci.log_high, tie_band)
@@ -172,11 +187,23 @@ def compare_sides(base: pd.DataFrame, cand: pd.DataFrame, tie_band: float, confi
         "verdict_reason": verdict_reason(verdict, rci, tie_band),
     }
     out.update(dict.fromkeys(["avg_ratio", "avg_ratio_ci_low", "avg_ratio_ci_high", "p99_ratio"], math.nan))
-    if (base["suite"] == "echo").all():
-        avg = stats.ratio_ci(_sample(base, "elapsed_ns"), _sample(cand, "elapsed_ns"), "mean",
-                             confidence, n_resamples, seed)
+    if echo:
+        avg = pair.cis["mean"]
         out.update(avg_ratio=avg.ratio, avg_ratio_ci_low=avg.low, avg_ratio_ci_high=avg.high)
+        for role, rows, dists in (("baseline", base, pair.baseline), ("candidate", cand, pair.candidate)):
+            out[f"{role}_avg_ci"] = _avg_batch_ci(rows, dists, confidence, n_resamples, seed)
     return out
+
+
+def _avg_batch_ci(rows: pd.DataFrame, dists: dict[str, np.ndarray] | None, confidence: float,
+                  n_resamples: int, seed: int) -> stats.StatCI:
+    """Interval of the mean batch time: reuse the pair's resamples of mean ns/op x batch size
+    when the design was hierarchical and the batch size is constant, else bootstrap anew."""
+    ops = rows["ops"].to_numpy()
+    sample = _sample(rows, "elapsed_ns")
+    if dists is not None and (ops == ops[0]).all():
+        return stats.statistic_ci(sample, "mean", confidence, distribution=dists["mean"] * float(ops[0]))
+    return stats.statistic_ci(sample, "mean", confidence, n_resamples, seed)
 
 
 def verdict_reason(verdict: str, rci: stats.RatioCI, tie_band: float) -> str:
@@ -237,26 +264,32 @@ def _analyse(base_rows: pd.DataFrame, cand_rows: pd.DataFrame, baseline: str, ca
         ident = {"suite": suite, "tier": tier, "benchmark": name, "param": param,
                  "label": schema.bench_label(name, param)}
         sides: dict[str, dict[str, Any]] = {}
-        for role, label, groups in (("baseline", baseline, b_groups), ("candidate", candidate, c_groups)):
-            rows = groups.get(key)
-            if rows is None:
-                continue
-            sides[role] = describe_side(rows, confidence, n_resamples, seed)
-            side_records.append({**ident, "runtime": label, "role": role, **sides[role]})
-            inv_records += [{**ident, "runtime": label, **inv} for inv in describe_invocations(rows)]
-        record: dict[str, Any] = {**ident, "compared": len(sides) == 2}
-        for role in ("baseline", "candidate"):
-            for f in SIDE_FIELDS:
-                record[f"{role}_{f}"] = sides.get(role, {}).get(f, math.nan)
-        if len(sides) == 2:
-            record.update(compare_sides(b_groups[key], c_groups[key], tie_band, confidence, n_resamples, seed))
+        groups = {"baseline": b_groups.get(key), "candidate": c_groups.get(key)}
+        both = all(g is not None for g in groups.values())
+        for role, rows in groups.items():
+            if rows is not None:
+                sides[role] = describe_side(rows, confidence, n_resamples, seed, avg_ci=not both)
+        record: dict[str, Any] = {**ident, "compared": both}
+        if both:
+            pairwise = compare_sides(groups["baseline"], groups["candidate"], tie_band, confidence, n_resamples, seed)
+            for role in ("baseline", "candidate"):
+                avg = pairwise.pop(f"{role}_avg_ci", None)
+                if avg is not None:
+                    sides[role].update(avg_ns_ci_low=avg.low, avg_ns_ci_high=avg.high)
+            record.update(pairwise)
             record["bytes_ratio"] = _safe_ratio(sides["baseline"]["bytes_per_op"], sides["candidate"]["bytes_per_op"])
             record["allocs_ratio"] = _safe_ratio(sides["baseline"]["allocs_per_op"], sides["candidate"]["allocs_per_op"])
             if suite == "echo":
                 record["p99_ratio"] = _safe_ratio(sides["baseline"]["p99_ns"], sides["candidate"]["p99_ns"])
         else:
-            missing = candidate if "candidate" not in sides else baseline
+            missing = candidate if groups["candidate"] is None else baseline
             record.update(verdict=None, verdict_reason=f"not compared: no {missing} data for this benchmark")
+        for role, label in (("baseline", baseline), ("candidate", candidate)):
+            if role in sides:
+                side_records.append({**ident, "runtime": label, "role": role, **sides[role]})
+                inv_records += [{**ident, "runtime": label, **inv} for inv in describe_invocations(groups[role])]
+            for f in SIDE_FIELDS:
+                record[f"{role}_{f}"] = sides.get(role, {}).get(f, math.nan)
         bench_records.append(record)
     benchmarks = pd.DataFrame.from_records(bench_records, columns=BENCHMARK_COLUMNS)
     benchmarks["q_value"] = stats.bh_qvalues(benchmarks["p_value"].to_numpy(dtype=np.float64))
