@@ -171,6 +171,25 @@ fn meanOf(sum: u128, count: usize) f64 {
 
 pub const Error = error{BenchmarkFailed};
 
+/// The runtimes of the process, each built on first use (never inside a timed region) and
+/// reused by every benchmark, like the Rust side's: `micro` with `num_workers` workers for
+/// Tiers 3–4, `echo` with 1 worker for the echo suite. They allocate through `allocator`
+/// (the counting allocator).
+pub const Runtimes = struct {
+    allocator: std.mem.Allocator,
+    micro: ?*ampere.Runtime = null,
+    echo: ?*ampere.Runtime = null,
+
+    pub fn deinit(self: *Runtimes) void {
+        if (self.micro) |rt| rt.deinit();
+        if (self.echo) |rt| rt.deinit();
+        self.* = undefined;
+    }
+};
+
+/// Most workers `ampere.Runtime` supports.
+pub const workers_max = 64;
+
 /// What a benchmark function gets: constants, the counting allocator, the sample buffer and
 /// the failure message.
 pub const Ctx = struct {
@@ -182,6 +201,28 @@ pub const Ctx = struct {
     sample_len: usize = 0,
     message_buffer: [256]u8 = undefined,
     message_len: usize = 0,
+    /// Needed by Tier 3–4 and echo benchmarks only.
+    runtimes: ?*Runtimes = null,
+
+    /// The micro-suite runtime (`num_workers` workers), built on first use.
+    pub fn microRuntime(self: *Ctx) Error!*ampere.Runtime {
+        const runtimes = self.runtimes orelse return self.fail("no runtime available", .{});
+        if (runtimes.micro == null) runtimes.micro = try self.buildRuntime(runtimes.allocator, self.constants.num_workers);
+        return runtimes.micro.?;
+    }
+
+    /// The echo-suite runtime (1 worker), built on first use.
+    pub fn echoRuntime(self: *Ctx) Error!*ampere.Runtime {
+        const runtimes = self.runtimes orelse return self.fail("no runtime available", .{});
+        if (runtimes.echo == null) runtimes.echo = try self.buildRuntime(runtimes.allocator, 1);
+        return runtimes.echo.?;
+    }
+
+    fn buildRuntime(self: *Ctx, allocator_: std.mem.Allocator, workers: u64) Error!*ampere.Runtime {
+        if (workers > workers_max) return self.fail("num_workers = {d}, ampere supports at most {d}", .{ workers, workers_max });
+        return ampere.Runtime.init(allocator_, .{ .workers = @intCast(workers) }) catch |err|
+            self.fail("cannot build the runtime: {s}", .{@errorName(err)});
+    }
 
     /// The allocator every runtime object and primitive must use (it is counted).
     pub fn allocator(self: *Ctx) std.mem.Allocator {

@@ -20,6 +20,7 @@ const constants_mod = @import("constants.zig");
 const cli = @import("cli.zig");
 const output = @import("output.zig");
 const sync_tiers = @import("sync_tiers.zig");
+const async_tiers = @import("async_tiers.zig");
 
 const Constants = constants_mod.Constants;
 const Case = harness.Case;
@@ -38,8 +39,7 @@ const Bench = struct {
     run: BenchFn,
 };
 
-/// The registered benchmarks in canonical order (README.md). Benchmarks of the spec that are
-/// not here yet: tiers 3–4 and the echo suite (waiting for `ampere.Runtime`).
+/// The registered benchmarks in canonical order (README.md).
 const benches = [_]Bench{
     micro(0, "floor_cas_store", sync_tiers.floorCasStore),
     micro(0, "floor_fetch_add", sync_tiers.floorFetchAdd),
@@ -57,6 +57,17 @@ const benches = [_]Bench{
     micro(2, "oneshot", sync_tiers.oneshot),
     micro(2, "broadcast", sync_tiers.broadcast),
     micro(2, "watch", sync_tiers.watch),
+    micro(3, "channel_mpmc", async_tiers.channelMpmc),
+    micro(3, "channel_mpsc", async_tiers.channelMpsc),
+    micro(3, "mutex_contended", async_tiers.mutexContended),
+    micro(3, "rwlock_contended", async_tiers.rwlockContended),
+    micro(3, "semaphore_contended", async_tiers.semaphoreContended),
+    micro(4, "task_spawn", async_tiers.taskSpawn),
+    micro(4, "task_spawn_batch", async_tiers.taskSpawnBatch),
+    micro(4, "blocking_spawn", async_tiers.blockingSpawn),
+    micro(4, "yield_many", async_tiers.yieldMany),
+    micro(4, "ping_pong", async_tiers.pingPong),
+    micro(4, "chained_spawn", async_tiers.chainedSpawn),
 };
 
 fn micro(tier: u8, name: []const u8, run_fn: BenchFn) Bench {
@@ -183,6 +194,10 @@ fn run(gpa: std.mem.Allocator, counting: *CountingAllocator, args: []const []con
         output.writeAtomic(path, text.written()) catch |err| return Exit.fail(1, "{s}: {s}", .{ path, @errorName(err) });
     }
 
+    // Runtimes are built on first use and shut down after the last benchmark. On a failure
+    // they are left running: the process exits, and a failed benchmark may have left tasks
+    // behind that a shutdown would wait for.
+    var runtimes = harness.Runtimes{ .allocator = gpa };
     var outcomes: std.ArrayList(Outcome) = .empty;
     defer {
         for (outcomes.items) |o| gpa.free(o.samples);
@@ -193,7 +208,7 @@ fn run(gpa: std.mem.Allocator, counting: *CountingAllocator, args: []const []con
         const expected: usize = @intCast(if (std.mem.eql(u8, s.case.suite, "echo")) c.echo_batches else c.iterations);
         const samples = gpa.alloc(harness.Sample, expected) catch return Exit.fail(1, "out of memory", .{});
         harness.progressStart(&s.case);
-        var ctx = Ctx{ .constants = &c, .counting = counting, .case = &s.case, .samples = samples };
+        var ctx = Ctx{ .constants = &c, .counting = counting, .case = &s.case, .samples = samples, .runtimes = &runtimes };
         s.run(&ctx) catch {
             gpa.free(samples);
             return Exit.fail(1, "{s}: {s}", .{ s.case.name, ctx.message() });
@@ -209,6 +224,7 @@ fn run(gpa: std.mem.Allocator, counting: *CountingAllocator, args: []const []con
         harness.progressDone(&outcome.case, outcome.stats);
         outcomes.appendAssumeCapacity(outcome);
     }
+    runtimes.deinit();
 
     if (options.csv) |path| {
         var text = std.Io.Writer.Allocating.init(gpa);
@@ -249,6 +265,7 @@ test {
     _ = cli;
     _ = output;
     _ = sync_tiers;
+    _ = async_tiers;
 }
 
 const testing = std.testing;
@@ -276,8 +293,8 @@ test "list, json and table" {
     const entry = parsed.value.object.get("benchmarks").?.object.get("floor_fetch_add").?.object;
     try testing.expectEqual(@as(i64, 2000), entry.get("ops_per_iter").?.integer);
     aw.clearRetainingCapacity();
-    try testing.expectEqual(@as(u8, 0), runArgs(&counting, "--quick --set sync_ops=10 --set channel_ops=10", &aw.writer).code);
-    try testing.expect(std.mem.indexOf(u8, aw.written(), "(16 benchmarks, runtime ampere)") != null);
+    try testing.expectEqual(@as(u8, 0), runArgs(&counting, "--quick --set sync_ops=10 --set channel_ops=10 --set num_workers=2", &aw.writer).code);
+    try testing.expect(std.mem.indexOf(u8, aw.written(), "(27 benchmarks, runtime ampere)") != null);
 }
 
 test "command line errors exit 2" {

@@ -1,0 +1,1064 @@
+//! Tiers 3–4 of the micro suite on `ampere.Runtime`, mirroring rust_bench/src/async_tiers.rs.
+//!
+//! Topology: one runtime with `num_workers` workers, built once per process outside timing
+//! (`harness.Runtimes`). Each benchmark runs as a driver task: `rt.spawn(driver)` from the
+//! main thread, then `rt.blockOn(join handle)` (Tokio: `rt.block_on(async {
+//! tokio::spawn(driver).await })`). The driver runs warmup and measured iterations and takes
+//! the timestamps from before the first spawn to after the last join (`Mark`).
+//!
+//! Zig has no async/await, so every task is a hand-written future, and the driver is one
+//! generic state machine (`Driver(B)`) over a benchmark description `B`:
+//!
+//!     per iteration:  B.setup (untimed)  → markStart →
+//!                     for round in 0..B.rounds():
+//!                         B.spawnRound(round, handles)   (spawns n tasks, keeps the handles)
+//!                         await handles[0..n] in spawn order, B.collect(i, output) each
+//!                     B.pollFinish (optional: await something else, e.g. chained_spawn's oneshot)
+//!                     → mark.stop → B.verify (untimed) → record
+//!
+//! Rust's `for` loops of `spawn`/`.await` map onto rounds: Tier 3 and yield_many/ping_pong are
+//! one round of all their tasks; task_spawn and blocking_spawn are `ops` rounds of 1 task;
+//! task_spawn_batch is `ops / batch` rounds of `batch` tasks. Shared objects (channel, lock,
+//! semaphore) live in `B`, inside the driver task (a stable address), created before the
+//! first iteration; tasks get pointers to them (Rust: `Arc` clones made before `Mark::start`).
+//! The handle array is allocated with its final size before the driver is spawned.
+
+const std = @import("std");
+const ampere = @import("ampere");
+const harness = @import("harness.zig");
+const sync_tiers = @import("sync_tiers.zig");
+
+const Ctx = harness.Ctx;
+const Error = harness.Error;
+const Mark = harness.Mark;
+const Context = ampere.Context;
+const Poll = ampere.Poll;
+const JoinHandle = ampere.JoinHandle;
+const Runtime = ampere.Runtime;
+const sumBelow = sync_tiers.sumBelow;
+
+/// Why a benchmark task could not do its work (Rust: the `&'static str` of a failed task).
+pub const TaskError = error{ ChannelClosed, SemaphoreClosed, ValueDecreased, PingLost, PongLost, SpawnFailed, JoinFailed };
+/// What a benchmark task returns: a count or checksum, or why it failed. A tagged union, not
+/// an error union: ampere's task cell cannot yet hold an error-union output (`JoinError!T`
+/// with T itself an error union does not compile in runtime/src/task/cell.zig).
+pub const TaskResult = union(enum) {
+    value: u64,
+    failed: TaskError,
+
+    fn ok(value: u64) Poll(TaskResult) {
+        return .{ .ready = .{ .value = value } };
+    }
+
+    fn fail(err: TaskError) Poll(TaskResult) {
+        return .{ .ready = .{ .failed = err } };
+    }
+};
+
+// -- the driver -----------------------------------------------------------------------------
+
+/// The driver task of benchmark `B` (see the module comment for the contract of `B`).
+pub fn Driver(comptime B: type) type {
+    return struct {
+        const Self = @This();
+        /// True when every iteration passed; otherwise `ctx` holds the failure message
+        /// (a bool, not `Error!void`: see `TaskResult`).
+        pub const Output = bool;
+        const Handle = JoinHandle(B.Result);
+
+        bench: B,
+        ctx: *Ctx,
+        handles: []Handle,
+        iteration: u64 = 0,
+        phase: Phase = .setup,
+        round: u64 = 0,
+        spawned: usize = 0,
+        joined: usize = 0,
+        mark: Mark = undefined,
+
+        const Phase = enum { setup, spawn, join, finish };
+
+        /// Allocates the handle array (untimed) and takes ownership of `bench`.
+        pub fn init(ctx: *Ctx, bench: B) Error!Self {
+            const handles = ctx.allocator().alloc(Handle, bench.maxHandles()) catch
+                return ctx.fail("out of memory allocating join handles", .{});
+            return .{ .bench = bench, .ctx = ctx, .handles = handles };
+        }
+
+        pub fn poll(self: *Self, cx: *Context) Poll(Output) {
+            const c = self.ctx.constants;
+            // Bounded: every pass advances a phase or returns pending.
+            while (true) {
+                switch (self.phase) {
+                    .setup => {
+                        if (self.iteration == c.warmup + c.iterations) {
+                            self.finishAll();
+                            return .{ .ready = true };
+                        }
+                        self.bench.setup();
+                        self.round = 0;
+                        self.mark = self.ctx.markStart();
+                        self.phase = .spawn;
+                    },
+                    .spawn => {
+                        if (self.round == self.bench.rounds()) {
+                            self.phase = .finish;
+                            continue;
+                        }
+                        self.spawned = self.bench.spawnRound(self.round, self.handles) catch |err|
+                            return self.failed("spawn failed: {s}", .{@errorName(err)});
+                        self.joined = 0;
+                        self.phase = .join;
+                    },
+                    .join => {
+                        while (self.joined < self.spawned) {
+                            switch (self.handles[self.joined].poll(cx)) {
+                                .pending => return .pending,
+                                .ready => |output| {
+                                    const result = output catch |err| {
+                                        self.detachRest();
+                                        return self.failed("task failed: {s}", .{@errorName(err)});
+                                    };
+                                    self.bench.collect(self.joined, result);
+                                    self.joined += 1;
+                                },
+                            }
+                        }
+                        self.round += 1;
+                        self.phase = .spawn;
+                    },
+                    .finish => {
+                        if (@hasDecl(B, "pollFinish")) {
+                            if (self.bench.pollFinish(cx) == .pending) return .pending;
+                        }
+                        const sample = self.mark.stop();
+                        self.bench.verify(self.ctx) catch return .{ .ready = false };
+                        self.ctx.record(self.iteration, c.warmup, sample);
+                        self.iteration += 1;
+                        self.phase = .setup;
+                    },
+                }
+            }
+        }
+
+        fn failed(self: *Self, comptime format: []const u8, args: anytype) Poll(Output) {
+            self.ctx.fail(format, args) catch {};
+            return .{ .ready = false };
+        }
+
+        fn detachRest(self: *Self) void {
+            for (self.handles[self.joined + 1 .. self.spawned]) |*handle| handle.detach();
+        }
+
+        /// After the last iteration: every task was joined, so the shared objects can go.
+        fn finishAll(self: *Self) void {
+            self.bench.deinit();
+            self.ctx.allocator().free(self.handles);
+        }
+    };
+}
+
+/// Runs benchmark `bench` as a driver task on the micro-suite runtime.
+pub fn drive(ctx: *Ctx, bench: anytype) Error!void {
+    const rt = try ctx.microRuntime();
+    const driver = try Driver(@TypeOf(bench)).init(ctx, bench);
+    const handle = rt.spawn(driver) catch |err| return ctx.fail("cannot spawn the driver: {s}", .{@errorName(err)});
+    const passed = rt.blockOn(handle) catch |err| return ctx.fail("driver task failed: {s}", .{@errorName(err)});
+    if (!passed) return error.BenchmarkFailed; // the message is in ctx
+
+}
+
+// -- Tier 3 ---------------------------------------------------------------------------------
+
+const Channel = ampere.channel.Bounded(u64);
+
+/// Sends base + j for j in 0..count, each send awaited; returns count.
+const Producer = struct {
+    pub const Output = TaskResult;
+    channel: *Channel,
+    base: u64,
+    count: u64,
+    next: u64 = 0,
+    sending: ?Channel.SendFuture = null,
+
+    pub fn poll(self: *Producer, cx: *Context) Poll(Output) {
+        while (true) {
+            if (self.sending == null) {
+                if (self.next == self.count) return TaskResult.ok(self.count);
+                self.sending = self.channel.send(self.base + self.next);
+            }
+            switch (self.sending.?.poll(cx)) {
+                .pending => return .pending,
+                .ready => |result| {
+                    self.sending = null;
+                    result catch return TaskResult.fail(error.ChannelClosed);
+                    self.next += 1;
+                },
+            }
+        }
+    }
+
+    pub fn cancel(self: *Producer) void {
+        if (self.sending) |*sending| sending.cancel();
+        self.sending = null;
+    }
+};
+
+/// Awaits exactly `count` receives; returns the sum of the values.
+const Consumer = struct {
+    pub const Output = TaskResult;
+    channel: *Channel,
+    count: u64,
+    received: u64 = 0,
+    sum: u64 = 0,
+    receiving: ?Channel.RecvFuture = null,
+
+    pub fn poll(self: *Consumer, cx: *Context) Poll(Output) {
+        while (true) {
+            if (self.receiving == null) {
+                if (self.received == self.count) return TaskResult.ok(self.sum);
+                self.receiving = self.channel.recv();
+            }
+            switch (self.receiving.?.poll(cx)) {
+                .pending => return .pending,
+                .ready => |result| {
+                    self.receiving = null;
+                    self.sum += result catch return TaskResult.fail(error.ChannelClosed);
+                    self.received += 1;
+                },
+            }
+        }
+    }
+
+    pub fn cancel(self: *Consumer) void {
+        if (self.receiving) |*receiving| receiving.cancel();
+        self.receiving = null;
+    }
+};
+
+/// channel_mpmc and channel_mpsc: a bounded channel of mpmc_buffer; spawn order `producers`
+/// producers (producer p sends p·per + j), then `consumers` consumers (each awaits exactly
+/// ops / consumers receives and returns their sum). channel_mpsc is the same with one
+/// consumer: ampere has one bounded channel type (MPMC); Tokio's side uses its mpsc there.
+const ChannelBench = struct {
+    pub const Result = TaskResult;
+    /// On the heap (created untimed): the channel's cache-line alignment cannot be embedded in
+    /// a task yet (`@fieldParentPtr` in runtime/src/task/cell.zig lacks an `@alignCast`).
+    channel: *Channel,
+    allocator: std.mem.Allocator,
+    producers: u64,
+    consumers: u64,
+    per_producer: u64,
+    per_consumer: u64,
+    sent: u64 = 0,
+    received_sum: u64 = 0,
+    failure: ?TaskError = null,
+
+    fn init(ctx: *Ctx, producers: u64, consumers: u64) Error!ChannelBench {
+        const c = ctx.constants;
+        const allocator = ctx.allocator();
+        const channel = allocator.create(Channel) catch return ctx.fail("out of memory creating the channel", .{});
+        channel.* = Channel.init(allocator, @intCast(c.mpmc_buffer)) catch {
+            allocator.destroy(channel);
+            return ctx.fail("out of memory creating the channel", .{});
+        };
+        const per_producer = c.async_ops / producers;
+        return .{
+            .channel = channel,
+            .allocator = allocator,
+            .producers = producers,
+            .consumers = consumers,
+            .per_producer = per_producer,
+            // channel_mpsc: the single consumer takes everything (Rust: `for _ in 0..ops`).
+            .per_consumer = producers * per_producer / consumers,
+        };
+    }
+
+    pub fn maxHandles(self: *const ChannelBench) usize {
+        return @intCast(self.producers + self.consumers);
+    }
+
+    pub fn rounds(_: *const ChannelBench) u64 {
+        return 1;
+    }
+
+    pub fn setup(self: *ChannelBench) void {
+        self.sent = 0;
+        self.received_sum = 0;
+        self.failure = null;
+    }
+
+    pub fn spawnRound(self: *ChannelBench, _: u64, handles: []JoinHandle(Result)) Runtime.SpawnError!usize {
+        var n: usize = 0;
+        var p: u64 = 0;
+        while (p < self.producers) : (p += 1) {
+            handles[n] = try ampere.spawn(Producer{ .channel = self.channel, .base = p * self.per_producer, .count = self.per_producer });
+            n += 1;
+        }
+        var q: u64 = 0;
+        while (q < self.consumers) : (q += 1) {
+            handles[n] = try ampere.spawn(Consumer{ .channel = self.channel, .count = self.per_consumer });
+            n += 1;
+        }
+        return n;
+    }
+
+    pub fn collect(self: *ChannelBench, index: usize, result: Result) void {
+        switch (result) {
+            .failed => |err| self.failure = err,
+            .value => |value| if (index < self.producers) {
+                self.sent += value;
+            } else {
+                self.received_sum += value;
+            },
+        }
+    }
+
+    pub fn verify(self: *ChannelBench, ctx: *Ctx) Error!void {
+        if (self.failure) |err| return ctx.fail("a task failed: {s}", .{@errorName(err)});
+        const ops = self.producers * self.per_producer;
+        try ctx.expectEq("values sent", self.sent, ops);
+        try ctx.expectEq("sum of received values", self.received_sum, sumBelow(ops));
+        try ctx.expectEq("values left in the channel", self.channel.len(), 0);
+    }
+
+    pub fn deinit(self: *ChannelBench) void {
+        self.channel.deinit();
+        self.allocator.destroy(self.channel);
+    }
+};
+
+pub fn channelMpmc(ctx: *Ctx) Error!void {
+    const c = ctx.constants;
+    return drive(ctx, try ChannelBench.init(ctx, c.mpmc_producers, c.mpmc_consumers));
+}
+
+pub fn channelMpsc(ctx: *Ctx) Error!void {
+    return drive(ctx, try ChannelBench.init(ctx, ctx.constants.mpsc_producers, 1));
+}
+
+/// The state shared by mutex_contended tasks: the lock and the counter it protects.
+const MutexShared = struct {
+    mutex: ampere.sync.Mutex = ampere.sync.Mutex.init(),
+    /// Only accessed while holding `mutex`.
+    counter: u64 = 0,
+};
+
+/// count × (lock().await, increment, unlock).
+const Locker = struct {
+    pub const Output = TaskResult;
+    shared: *MutexShared,
+    count: u64,
+    done: u64 = 0,
+    locking: ?ampere.sync.Mutex.Lock = null,
+
+    pub fn poll(self: *Locker, cx: *Context) Poll(Output) {
+        while (true) {
+            if (self.locking == null) {
+                if (self.done == self.count) return TaskResult.ok(self.count);
+                self.locking = self.shared.mutex.lock();
+            }
+            switch (self.locking.?.poll(cx)) {
+                .pending => return .pending,
+                .ready => {
+                    self.locking = null;
+                    self.shared.counter += 1;
+                    self.shared.mutex.unlock();
+                    self.done += 1;
+                },
+            }
+        }
+    }
+
+    pub fn cancel(self: *Locker) void {
+        if (self.locking) |*locking| locking.cancel();
+        self.locking = null;
+    }
+};
+
+/// mutex_contended: `contended_mutex_tasks` tasks × (async_ops / tasks) × (lock, increment,
+/// unlock). Check: the counter equals ops exactly.
+const MutexBench = struct {
+    pub const Result = TaskResult;
+    shared: MutexShared = .{},
+    tasks: u64,
+    per_task: u64,
+    acquisitions: u64 = 0,
+    failure: ?TaskError = null,
+
+    pub fn maxHandles(self: *const MutexBench) usize {
+        return @intCast(self.tasks);
+    }
+
+    pub fn rounds(_: *const MutexBench) u64 {
+        return 1;
+    }
+
+    pub fn setup(self: *MutexBench) void {
+        std.debug.assert(self.shared.mutex.tryLock()); // nobody holds it between iterations
+        self.shared.counter = 0;
+        self.shared.mutex.unlock();
+        self.acquisitions = 0;
+        self.failure = null;
+    }
+
+    pub fn spawnRound(self: *MutexBench, _: u64, handles: []JoinHandle(Result)) Runtime.SpawnError!usize {
+        for (handles[0..@intCast(self.tasks)]) |*handle| {
+            handle.* = try ampere.spawn(Locker{ .shared = &self.shared, .count = self.per_task });
+        }
+        return @intCast(self.tasks);
+    }
+
+    pub fn collect(self: *MutexBench, _: usize, result: Result) void {
+        switch (result) {
+            .failed => |err| self.failure = err,
+            .value => |value| self.acquisitions += value,
+        }
+    }
+
+    pub fn verify(self: *MutexBench, ctx: *Ctx) Error!void {
+        if (self.failure) |err| return ctx.fail("a task failed: {s}", .{@errorName(err)});
+        const ops = self.tasks * self.per_task;
+        try ctx.expectEq("lock acquisitions", self.acquisitions, ops);
+        if (!self.shared.mutex.tryLock()) return ctx.fail("mutex still held after the iteration", .{});
+        defer self.shared.mutex.unlock();
+        try ctx.expectEq("shared counter", self.shared.counter, ops);
+    }
+
+    pub fn deinit(_: *MutexBench) void {}
+};
+
+pub fn mutexContended(ctx: *Ctx) Error!void {
+    const c = ctx.constants;
+    return drive(ctx, MutexBench{ .tasks = c.contended_mutex_tasks, .per_task = c.async_ops / c.contended_mutex_tasks });
+}
+
+const RwShared = struct {
+    lock: ampere.sync.RwLock = ampere.sync.RwLock.init(),
+    /// Read under a read lock, written under the write lock.
+    value: u64 = 0,
+};
+
+/// Reader: count × (read().await, read the value — never decreasing — release).
+/// Writer: count × (write().await, increment, release).
+const RwTask = struct {
+    pub const Output = TaskResult;
+    shared: *RwShared,
+    writer: bool,
+    count: u64,
+    done: u64 = 0,
+    last: u64 = 0,
+    acquiring: ?ampere.sync.RwLock.Acquire = null,
+
+    pub fn poll(self: *RwTask, cx: *Context) Poll(Output) {
+        while (true) {
+            if (self.acquiring == null) {
+                if (self.done == self.count) return TaskResult.ok(self.count);
+                self.acquiring = if (self.writer) self.shared.lock.write() else self.shared.lock.read();
+            }
+            switch (self.acquiring.?.poll(cx)) {
+                .pending => return .pending,
+                .ready => {
+                    self.acquiring = null;
+                    self.done += 1;
+                    if (self.writer) {
+                        self.shared.value += 1;
+                        self.shared.lock.writeUnlock();
+                    } else {
+                        const value = self.shared.value;
+                        std.mem.doNotOptimizeAway(value);
+                        self.shared.lock.readUnlock();
+                        if (value < self.last) return TaskResult.fail(error.ValueDecreased);
+                        self.last = value;
+                    }
+                },
+            }
+        }
+    }
+
+    pub fn cancel(self: *RwTask) void {
+        if (self.acquiring) |*acquiring| acquiring.cancel();
+        self.acquiring = null;
+    }
+};
+
+/// rwlock_contended: spawn order `rwlock_readers` readers, then `rwlock_writers` writers, each
+/// doing `rwlock_ops_per_task` ops. Check: value = writers × per_task.
+const RwLockBench = struct {
+    pub const Result = TaskResult;
+    shared: RwShared = .{},
+    readers: u64,
+    writers: u64,
+    per_task: u64,
+    acquisitions: u64 = 0,
+    failure: ?TaskError = null,
+
+    pub fn maxHandles(self: *const RwLockBench) usize {
+        return @intCast(self.readers + self.writers);
+    }
+
+    pub fn rounds(_: *const RwLockBench) u64 {
+        return 1;
+    }
+
+    pub fn setup(self: *RwLockBench) void {
+        std.debug.assert(self.shared.lock.tryWrite());
+        self.shared.value = 0;
+        self.shared.lock.writeUnlock();
+        self.acquisitions = 0;
+        self.failure = null;
+    }
+
+    pub fn spawnRound(self: *RwLockBench, _: u64, handles: []JoinHandle(Result)) Runtime.SpawnError!usize {
+        var n: usize = 0;
+        while (n < self.readers + self.writers) : (n += 1) {
+            const writer = n >= self.readers;
+            handles[n] = try ampere.spawn(RwTask{ .shared = &self.shared, .writer = writer, .count = self.per_task });
+        }
+        return n;
+    }
+
+    pub fn collect(self: *RwLockBench, _: usize, result: Result) void {
+        switch (result) {
+            .failed => |err| self.failure = err,
+            .value => |value| self.acquisitions += value,
+        }
+    }
+
+    pub fn verify(self: *RwLockBench, ctx: *Ctx) Error!void {
+        if (self.failure) |err| return ctx.fail("a task failed: {s}", .{@errorName(err)});
+        try ctx.expectEq("lock acquisitions", self.acquisitions, (self.readers + self.writers) * self.per_task);
+        if (!self.shared.lock.tryRead()) return ctx.fail("rwlock still held after the iteration", .{});
+        defer self.shared.lock.readUnlock();
+        try ctx.expectEq("shared counter", self.shared.value, self.writers * self.per_task);
+    }
+
+    pub fn deinit(_: *RwLockBench) void {}
+};
+
+pub fn rwlockContended(ctx: *Ctx) Error!void {
+    const c = ctx.constants;
+    return drive(ctx, RwLockBench{ .readers = c.rwlock_readers, .writers = c.rwlock_writers, .per_task = c.rwlock_ops_per_task });
+}
+
+/// The semaphore under test plus a concurrency check: `in_use` counts tasks inside the
+/// permit-protected section. Monotonic suffices: each permit hand-over (release → acquire) is
+/// a release/acquire edge inside the semaphore, so a task's `fetchSub` happens-before the next
+/// holder's `fetchAdd`, and RMWs on one atomic follow happens-before in modification order.
+const GuardedSemaphore = struct {
+    semaphore: ampere.sync.Semaphore,
+    permits: u64,
+    in_use: std.atomic.Value(u64) = .init(0),
+    violations: std.atomic.Value(u64) = .init(0),
+};
+
+/// count × (acquire(1).await, check ≤ permits holders, release(1)).
+const SemaphoreTask = struct {
+    pub const Output = TaskResult;
+    shared: *GuardedSemaphore,
+    count: u64,
+    done: u64 = 0,
+    acquiring: ?ampere.sync.Semaphore.Acquire = null,
+
+    pub fn poll(self: *SemaphoreTask, cx: *Context) Poll(Output) {
+        const shared = self.shared;
+        while (true) {
+            if (self.acquiring == null) {
+                if (self.done == self.count) return TaskResult.ok(self.count);
+                self.acquiring = shared.semaphore.acquire(1);
+            }
+            switch (self.acquiring.?.poll(cx)) {
+                .pending => return .pending,
+                .ready => |result| {
+                    self.acquiring = null;
+                    result catch return TaskResult.fail(error.SemaphoreClosed);
+                    const holders = shared.in_use.fetchAdd(1, .monotonic) + 1;
+                    if (holders > shared.permits) _ = shared.violations.fetchAdd(1, .monotonic);
+                    _ = shared.in_use.fetchSub(1, .monotonic);
+                    shared.semaphore.release(1);
+                    self.done += 1;
+                },
+            }
+        }
+    }
+
+    pub fn cancel(self: *SemaphoreTask) void {
+        if (self.acquiring) |*acquiring| acquiring.cancel();
+        self.acquiring = null;
+    }
+};
+
+/// semaphore_contended: Semaphore(contended_sem_permits); `contended_sem_tasks` tasks ×
+/// (async_ops / tasks) × (acquire, check, release). Check: no violation, every acquire done,
+/// all permits back.
+const SemaphoreBench = struct {
+    pub const Result = TaskResult;
+    shared: GuardedSemaphore,
+    tasks: u64,
+    per_task: u64,
+    acquisitions: u64 = 0,
+    failure: ?TaskError = null,
+
+    pub fn maxHandles(self: *const SemaphoreBench) usize {
+        return @intCast(self.tasks);
+    }
+
+    pub fn rounds(_: *const SemaphoreBench) u64 {
+        return 1;
+    }
+
+    pub fn setup(self: *SemaphoreBench) void {
+        self.acquisitions = 0;
+        self.failure = null;
+    }
+
+    pub fn spawnRound(self: *SemaphoreBench, _: u64, handles: []JoinHandle(Result)) Runtime.SpawnError!usize {
+        for (handles[0..@intCast(self.tasks)]) |*handle| {
+            handle.* = try ampere.spawn(SemaphoreTask{ .shared = &self.shared, .count = self.per_task });
+        }
+        return @intCast(self.tasks);
+    }
+
+    pub fn collect(self: *SemaphoreBench, _: usize, result: Result) void {
+        switch (result) {
+            .failed => |err| self.failure = err,
+            .value => |value| self.acquisitions += value,
+        }
+    }
+
+    pub fn verify(self: *SemaphoreBench, ctx: *Ctx) Error!void {
+        if (self.failure) |err| return ctx.fail("a task failed: {s}", .{@errorName(err)});
+        try ctx.expectEq("acquisitions", self.acquisitions, self.tasks * self.per_task);
+        try ctx.expectEq("holders above the permit count", self.shared.violations.load(.monotonic), 0);
+        try ctx.expectEq("available permits", self.shared.semaphore.availablePermits(), self.shared.permits);
+    }
+
+    pub fn deinit(_: *SemaphoreBench) void {}
+};
+
+pub fn semaphoreContended(ctx: *Ctx) Error!void {
+    const c = ctx.constants;
+    const permits = c.contended_sem_permits;
+    return drive(ctx, SemaphoreBench{
+        .shared = .{ .semaphore = ampere.sync.Semaphore.init(@intCast(permits)), .permits = permits },
+        .tasks = c.contended_sem_tasks,
+        .per_task = c.async_ops / c.contended_sem_tasks,
+    });
+}
+
+// -- Tier 4 ---------------------------------------------------------------------------------
+
+/// The no-op task body of the spawn benchmarks: returns its index (Rust: `async move { i }`).
+fn identity(value: u64) u64 {
+    return value;
+}
+
+/// task_spawn (`blocking = false`): task_ops rounds of (spawn a task returning i, await it).
+/// blocking_spawn (`blocking = true`): the same with `spawnBlocking`.
+/// task_spawn_batch (`batch > 1`): task_ops / batch rounds of (spawn batch tasks returning
+/// their index, await each in order).
+const SpawnBench = struct {
+    pub const Result = u64;
+    batch: u64,
+    batches: u64,
+    blocking: bool,
+    round: u64 = 0,
+    matched: u64 = 0,
+    sum: u64 = 0,
+
+    pub fn maxHandles(self: *const SpawnBench) usize {
+        return @intCast(self.batch);
+    }
+
+    pub fn rounds(self: *const SpawnBench) u64 {
+        return self.batches;
+    }
+
+    pub fn setup(self: *SpawnBench) void {
+        self.matched = 0;
+        self.sum = 0;
+    }
+
+    pub fn spawnRound(self: *SpawnBench, round: u64, handles: []JoinHandle(Result)) Runtime.SpawnBlockingError!usize {
+        self.round = round;
+        const n: usize = @intCast(self.batch);
+        for (handles[0..n], 0..) |*handle, j| {
+            const index = round * self.batch + j;
+            handle.* = if (self.blocking)
+                try ampere.spawnBlocking(identity, .{index})
+            else
+                try ampere.spawn(ampere.task.fromFn(identity, .{index}));
+        }
+        return n;
+    }
+
+    pub fn collect(self: *SpawnBench, index: usize, value: Result) void {
+        if (value == self.round * self.batch + index) self.matched += 1;
+        self.sum += value;
+    }
+
+    pub fn verify(self: *SpawnBench, ctx: *Ctx) Error!void {
+        const ops = self.batches * self.batch;
+        try ctx.expectEq("join results", self.matched, ops);
+        try ctx.expectEq("sum of join results", self.sum, sumBelow(ops));
+    }
+
+    pub fn deinit(_: *SpawnBench) void {}
+};
+
+pub fn taskSpawn(ctx: *Ctx) Error!void {
+    return drive(ctx, SpawnBench{ .batch = 1, .batches = ctx.constants.task_ops, .blocking = false });
+}
+
+pub fn taskSpawnBatch(ctx: *Ctx) Error!void {
+    const c = ctx.constants;
+    return drive(ctx, SpawnBench{ .batch = c.spawn_batch_size, .batches = c.task_ops / c.spawn_batch_size, .blocking = false });
+}
+
+pub fn blockingSpawn(ctx: *Ctx) Error!void {
+    return drive(ctx, SpawnBench{ .batch = 1, .batches = ctx.constants.task_ops, .blocking = true });
+}
+
+/// count × `yieldNow()`; returns the number of yields.
+const Yielder = struct {
+    pub const Output = TaskResult;
+    count: u64,
+    done: u64 = 0,
+    yielding: ?ampere.task.YieldNow = null,
+
+    pub fn poll(self: *Yielder, cx: *Context) Poll(Output) {
+        while (true) {
+            if (self.yielding == null) {
+                if (self.done == self.count) return TaskResult.ok(self.done);
+                self.yielding = ampere.task.yieldNow();
+            }
+            switch (self.yielding.?.poll(cx)) {
+                .pending => return .pending,
+                .ready => {
+                    self.yielding = null;
+                    self.done += 1;
+                },
+            }
+        }
+    }
+};
+
+/// yield_many: yield_tasks tasks × yield_per_task yields, then await each in order.
+const YieldBench = struct {
+    pub const Result = TaskResult;
+    tasks: u64,
+    per_task: u64,
+    yields: u64 = 0,
+    failure: ?TaskError = null,
+
+    pub fn maxHandles(self: *const YieldBench) usize {
+        return @intCast(self.tasks);
+    }
+
+    pub fn rounds(_: *const YieldBench) u64 {
+        return 1;
+    }
+
+    pub fn setup(self: *YieldBench) void {
+        self.yields = 0;
+    }
+
+    pub fn spawnRound(self: *YieldBench, _: u64, handles: []JoinHandle(Result)) Runtime.SpawnError!usize {
+        for (handles[0..@intCast(self.tasks)]) |*handle| handle.* = try ampere.spawn(Yielder{ .count = self.per_task });
+        return @intCast(self.tasks);
+    }
+
+    pub fn collect(self: *YieldBench, _: usize, result: Result) void {
+        switch (result) {
+            .failed => |err| self.failure = err,
+            .value => |value| self.yields += value,
+        }
+    }
+
+    pub fn verify(self: *YieldBench, ctx: *Ctx) Error!void {
+        if (self.failure) |err| return ctx.fail("a task failed: {s}", .{@errorName(err)});
+        try ctx.expectEq("yields", self.yields, self.tasks * self.per_task);
+    }
+
+    pub fn deinit(_: *YieldBench) void {}
+};
+
+pub fn yieldMany(ctx: *Ctx) Error!void {
+    const c = ctx.constants;
+    return drive(ctx, YieldBench{ .tasks = c.yield_tasks, .per_task = c.yield_per_task });
+}
+
+const Oneshot = ampere.channel.Oneshot(u64);
+
+/// The ponger of one ping_pong round: awaits the ping, replies value + 1.
+const Ponger = struct {
+    /// null: replied.
+    pub const Output = ?TaskError;
+    ping: *Oneshot,
+    pong: *Oneshot,
+    receiving: ?Oneshot.RecvFuture = null,
+
+    pub fn poll(self: *Ponger, cx: *Context) Poll(Output) {
+        if (self.receiving == null) self.receiving = self.ping.recv();
+        switch (self.receiving.?.poll(cx)) {
+            .pending => return .pending,
+            .ready => |result| {
+                self.receiving = null;
+                const value = result catch return .{ .ready = error.PingLost };
+                self.pong.send(value + 1) catch return .{ .ready = error.PongLost };
+                return .{ .ready = null };
+            },
+        }
+    }
+
+    pub fn cancel(self: *Ponger) void {
+        if (self.receiving) |*receiving| receiving.cancel();
+        self.receiving = null;
+    }
+};
+
+/// The pinger of one ping_pong round (the shape of Tokio's `ping_pong` bench): both oneshots
+/// live in this task (ampere's oneshot needs no allocation; Tokio allocates each); spawn the
+/// ponger, send the value, await the reply, then await the ponger's handle.
+const Pinger = struct {
+    pub const Output = TaskResult;
+    value: u64,
+    ping: Oneshot = Oneshot.init(),
+    pong: Oneshot = Oneshot.init(),
+    phase: enum { start, reply, ponger } = .start,
+    ponger: JoinHandle(?TaskError) = undefined,
+    receiving: Oneshot.RecvFuture = undefined,
+    reply: u64 = 0,
+
+    pub fn poll(self: *Pinger, cx: *Context) Poll(Output) {
+        while (true) {
+            switch (self.phase) {
+                .start => {
+                    self.ponger = ampere.spawn(Ponger{ .ping = &self.ping, .pong = &self.pong }) catch
+                        return TaskResult.fail(error.SpawnFailed);
+                    self.ping.send(self.value) catch return TaskResult.fail(error.PingLost);
+                    self.receiving = self.pong.recv();
+                    self.phase = .reply;
+                },
+                .reply => switch (self.receiving.poll(cx)) {
+                    .pending => return .pending,
+                    .ready => |result| {
+                        self.reply = result catch return TaskResult.fail(error.PongLost);
+                        self.phase = .ponger;
+                    },
+                },
+                .ponger => switch (self.ponger.poll(cx)) {
+                    .pending => return .pending,
+                    .ready => |output| {
+                        const ponger_failure = output catch return TaskResult.fail(error.JoinFailed);
+                        if (ponger_failure) |err| return TaskResult.fail(err);
+                        return TaskResult.ok(self.reply);
+                    },
+                },
+            }
+        }
+    }
+};
+
+/// ping_pong: ping_pong_rounds pingers spawned at once, then awaited in order. Check: the
+/// reply of pinger i is i + 1.
+const PingPongBench = struct {
+    pub const Result = TaskResult;
+    rounds_count: u64,
+    matched: u64 = 0,
+    failure: ?TaskError = null,
+
+    pub fn maxHandles(self: *const PingPongBench) usize {
+        return @intCast(self.rounds_count);
+    }
+
+    pub fn rounds(_: *const PingPongBench) u64 {
+        return 1;
+    }
+
+    pub fn setup(self: *PingPongBench) void {
+        self.matched = 0;
+    }
+
+    pub fn spawnRound(self: *PingPongBench, _: u64, handles: []JoinHandle(Result)) Runtime.SpawnError!usize {
+        for (handles[0..@intCast(self.rounds_count)], 0..) |*handle, i| handle.* = try ampere.spawn(Pinger{ .value = i });
+        return @intCast(self.rounds_count);
+    }
+
+    pub fn collect(self: *PingPongBench, index: usize, result: Result) void {
+        switch (result) {
+            .failed => |err| self.failure = err,
+            .value => |reply| if (reply == index + 1) {
+                self.matched += 1;
+            },
+        }
+    }
+
+    pub fn verify(self: *PingPongBench, ctx: *Ctx) Error!void {
+        if (self.failure) |err| return ctx.fail("a task failed: {s}", .{@errorName(err)});
+        try ctx.expectEq("correct pong replies", self.matched, self.rounds_count);
+    }
+
+    pub fn deinit(_: *PingPongBench) void {}
+};
+
+pub fn pingPong(ctx: *Ctx) Error!void {
+    return drive(ctx, PingPongBench{ .rounds_count = ctx.constants.ping_pong_rounds });
+}
+
+/// One link of chained_spawn: with `remaining` links left, spawn the next (its handle is
+/// detached) or, at the end of the chain, send the chain's length on `done`.
+const Link = struct {
+    pub const Output = void;
+    remaining: u64,
+    depth: u64,
+    done: *Oneshot,
+
+    pub fn poll(self: *Link, cx: *Context) Poll(void) {
+        _ = cx;
+        if (self.remaining == 0) {
+            self.done.send(self.depth) catch {};
+        } else {
+            var next = ampere.spawn(Link{ .remaining = self.remaining - 1, .depth = self.depth + 1, .done = self.done }) catch {
+                self.done.closeSender(); // the driver then fails instead of waiting forever
+                return .{ .ready = {} };
+            };
+            next.detach();
+        }
+        return .{ .ready = {} };
+    }
+};
+
+/// chained_spawn: the driver spawns task 1; task k spawns task k + 1 until chain_length tasks
+/// ran; the last sends its depth on a oneshot (re-initialised before timing) that the driver
+/// awaits. Check: depth = chain_length.
+const ChainBench = struct {
+    pub const Result = void;
+    length: u64,
+    done: Oneshot = Oneshot.init(),
+    receiving: ?Oneshot.RecvFuture = null,
+    depth: ?u64 = null,
+
+    pub fn maxHandles(_: *const ChainBench) usize {
+        return 0;
+    }
+
+    pub fn rounds(_: *const ChainBench) u64 {
+        return 1;
+    }
+
+    pub fn setup(self: *ChainBench) void {
+        self.done = Oneshot.init();
+        self.receiving = null;
+        self.depth = null;
+    }
+
+    /// Rust: `chain_link(length, 0, done_tx)` called by the driver spawns the task (length-1, 1).
+    pub fn spawnRound(self: *ChainBench, _: u64, _: []JoinHandle(Result)) Runtime.SpawnError!usize {
+        var first = try ampere.spawn(Link{ .remaining = self.length - 1, .depth = 1, .done = &self.done });
+        first.detach();
+        return 0;
+    }
+
+    pub fn collect(_: *ChainBench, _: usize, _: Result) void {
+        unreachable; // no handles
+    }
+
+    pub fn pollFinish(self: *ChainBench, cx: *Context) Poll(void) {
+        if (self.receiving == null) self.receiving = self.done.recv();
+        switch (self.receiving.?.poll(cx)) {
+            .pending => return .pending,
+            .ready => |result| {
+                self.receiving = null;
+                self.depth = result catch null;
+                return .{ .ready = {} };
+            },
+        }
+    }
+
+    pub fn verify(self: *ChainBench, ctx: *Ctx) Error!void {
+        const depth = self.depth orelse return ctx.fail("the chain ended without reporting", .{});
+        try ctx.expectEq("chain depth", depth, self.length);
+    }
+
+    pub fn deinit(_: *ChainBench) void {}
+};
+
+pub fn chainedSpawn(ctx: *Ctx) Error!void {
+    return drive(ctx, ChainBench{ .length = ctx.constants.chain_length });
+}
+
+// -- tests ----------------------------------------------------------------------------------
+
+const testing = std.testing;
+const constants = @import("constants.zig");
+
+fn tinyAsyncConstants() !constants.Constants {
+    var diag = constants.Diagnostic{};
+    var c = try constants.Constants.load(testing.allocator, "quick", &diag);
+    for ([_][]const u8{ "warmup=1", "iterations=2", "async_ops=40", "task_ops=20", "rwlock_ops_per_task=10", "yield_tasks=4", "yield_per_task=5", "ping_pong_rounds=10", "chain_length=10", "mpmc_buffer=4", "num_workers=2" }) |set| {
+        try c.applyOverride(set, &diag);
+    }
+    return c;
+}
+
+test "every tier 3-4 benchmark passes its check" {
+    const c = try tinyAsyncConstants();
+    var counting = harness.CountingAllocator.init(testing.allocator);
+    var runtimes = harness.Runtimes{ .allocator = counting.allocator() };
+    defer runtimes.deinit();
+    const benches = [_]*const fn (*Ctx) Error!void{
+        channelMpmc, channelMpsc, mutexContended, rwlockContended, semaphoreContended,
+        taskSpawn,   taskSpawnBatch, blockingSpawn, yieldMany, pingPong, chainedSpawn,
+    };
+    for (benches, 0..) |bench, index| {
+        var samples: [2]harness.Sample = undefined;
+        const case = harness.Case.micro(3, "async", 1);
+        var ctx = Ctx{ .constants = &c, .counting = &counting, .case = &case, .samples = &samples, .runtimes = &runtimes };
+        bench(&ctx) catch |err| {
+            std.debug.print("benchmark {d} failed: {s}\n", .{ index, ctx.message() });
+            return err;
+        };
+        try testing.expectEqual(@as(usize, 2), ctx.recorded().len);
+    }
+}
+
+test "a failed check in the driver is reported" {
+    const c = try tinyAsyncConstants();
+    var counting = harness.CountingAllocator.init(testing.allocator);
+    var runtimes = harness.Runtimes{ .allocator = counting.allocator() };
+    defer runtimes.deinit();
+    var samples: [2]harness.Sample = undefined;
+    const case = harness.Case.micro(4, "chained_spawn", 1);
+    var ctx = Ctx{ .constants = &c, .counting = &counting, .case = &case, .samples = &samples, .runtimes = &runtimes };
+    // A chain whose expected length is wrong must fail its depth check, not report a time.
+    const Wrong = struct {
+        inner: ChainBench,
+        pub const Result = void;
+        pub fn maxHandles(self: *const @This()) usize {
+            return self.inner.maxHandles();
+        }
+        pub fn rounds(self: *const @This()) u64 {
+            return self.inner.rounds();
+        }
+        pub fn setup(self: *@This()) void {
+            self.inner.setup();
+        }
+        pub fn spawnRound(self: *@This(), round: u64, handles: []JoinHandle(void)) Runtime.SpawnError!usize {
+            return self.inner.spawnRound(round, handles);
+        }
+        pub fn collect(self: *@This(), index: usize, result: void) void {
+            self.inner.collect(index, result);
+        }
+        pub fn pollFinish(self: *@This(), cx: *Context) Poll(void) {
+            return self.inner.pollFinish(cx);
+        }
+        pub fn verify(self: *@This(), ctx_: *Ctx) Error!void {
+            self.inner.length += 1; // claims one link more than was spawned
+            return self.inner.verify(ctx_);
+        }
+        pub fn deinit(_: *@This()) void {}
+    };
+    try testing.expectError(error.BenchmarkFailed, drive(&ctx, Wrong{ .inner = .{ .length = 5 } }));
+    try testing.expectEqualStrings("chain depth = 5, expected 6", ctx.message());
+}
