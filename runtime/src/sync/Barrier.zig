@@ -87,7 +87,7 @@ pub fn wait(self: *Barrier) Wait {
 
 /// Completes every queued node of a finished generation. Called by each leader (with
 /// parties > 1) after its generation CAS.
-fn releaseFinished(self: *Barrier) void {
+noinline fn releaseFinished(self: *Barrier) void {
     var wake = WakeList{};
     self.mutex.lock();
     // Bounded: each iteration unlinks a node; new nodes carry the current generation.
@@ -134,7 +134,8 @@ pub const Wait = struct {
 
     barrier: *Barrier,
     phase: Phase = .idle,
-    waiter: Waiter = .{},
+    /// Initialised when it is linked; meaningful only in phase `waiting`.
+    waiter: Waiter = undefined,
 
     const Phase = enum { idle, waiting, done };
 
@@ -174,14 +175,20 @@ pub const Wait = struct {
             }
         };
         hook.reached(.barrier_wait);
+        return self.waitSlow(generation, cx);
+    }
+
+    /// Arrived, not last: register unless the generation completed meanwhile.
+    noinline fn waitSlow(self: *Wait, generation: u32, cx: *Context) Poll(WaitResult) {
+        const barrier = self.barrier;
         barrier.mutex.lock();
         // Acquire: if the generation moved on, we see everything before the leader's CAS.
         if (generationOf(barrier.state.load(.acquire)) != generation) {
             barrier.mutex.unlock();
             return self.finish(false);
         }
-        self.waiter.generation = generation;
-        self.waiter.waker = cx.waker().clone();
+        // Initialised only now, when it is about to be shared (the lock publishes it).
+        self.waiter = .{ .generation = generation, .waker = cx.waker().clone() };
         barrier.waiters.pushBack(&self.waiter.link);
         self.phase = .waiting;
         barrier.mutex.unlock();

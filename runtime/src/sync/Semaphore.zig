@@ -107,7 +107,7 @@ pub fn tryAcquire(self: *Semaphore, n: usize) bool {
 /// compare-and-swap with no load before it. Mutex.tryLock (n = 1) and RwLock.tryWrite
 /// (n = max_reads) use it; it is equivalent to `tryAcquire(n)` for a semaphore whose capacity
 /// is `n`.
-pub fn tryAcquireWhole(self: *Semaphore, n: usize) bool {
+pub inline fn tryAcquireWhole(self: *Semaphore, n: usize) bool {
     assert(n > 0 and n <= max_permits);
     // Acquire on success: pairs with the release fetch-add of the last `release`, so the
     // previous holder's critical section happens before ours. Failure needs no ordering.
@@ -115,13 +115,13 @@ pub fn tryAcquireWhole(self: *Semaphore, n: usize) bool {
 }
 
 /// Adds `n` permits, handing them to queued waiters first (FIFO).
-pub fn release(self: *Semaphore, n: usize) void {
+pub inline fn release(self: *Semaphore, n: usize) void {
     _ = self.addPermits(n);
 }
 
 /// `release` that returns the permits that were in the word before (for Mutex and RwLock
 /// misuse assertions).
-pub fn addPermits(self: *Semaphore, n: usize) usize {
+pub inline fn addPermits(self: *Semaphore, n: usize) usize {
     if (n == 0) return self.state.load(.monotonic) >> permit_shift;
     assert(n <= max_permits);
     // Release: publishes the releaser's writes to whoever takes these permits (tryAcquire's
@@ -130,7 +130,10 @@ pub fn addPermits(self: *Semaphore, n: usize) usize {
     const before = self.state.fetchAdd(n << permit_shift, .release);
     const permits_before = before >> permit_shift;
     assert(permits_before + n <= max_permits); // over-release
-    if (before & queued_bit != 0) self.releaseQueued();
+    if (before & queued_bit != 0) {
+        @branchHint(.unlikely);
+        self.releaseQueued();
+    }
     return permits_before;
 }
 
@@ -166,7 +169,7 @@ pub fn close(self: *Semaphore) void {
 /// A future that acquires `n` permits (FIFO). Output: `error{Closed}!void`.
 pub fn acquire(self: *Semaphore, n: usize) Acquire {
     assert(n <= max_permits);
-    return .{ .semaphore = self, .permits = n, .waiter = .{ .requested = n, .remaining = n } };
+    return .{ .semaphore = self, .permits = n };
 }
 
 const TakeResult = enum { acquired, closed, insufficient };
@@ -191,7 +194,7 @@ fn tryTake(self: *Semaphore, n: usize) TakeResult {
 
 /// Slow path of `release`: `queued` was set when permits were added, so they belong to the
 /// waiters. Moves every permit out of the word and hands them over.
-fn releaseQueued(self: *Semaphore) void {
+noinline fn releaseQueued(self: *Semaphore) void {
     self.mutex.lock();
     var state = self.state.load(.monotonic);
     while (true) {
@@ -272,7 +275,7 @@ fn clearQueuedLocked(self: *Semaphore, permits: usize) void {
 
 /// First poll's slow path: take the lock, re-check the word (a release may have landed since
 /// the fast path failed) and either complete or enqueue.
-fn acquireSlow(self: *Semaphore, acq: *Acquire, waker: *const Waker) Poll(AcquireError!void) {
+noinline fn acquireSlow(self: *Semaphore, acq: *Acquire, waker: *const Waker) Poll(AcquireError!void) {
     const n = acq.permits;
     self.mutex.lock();
     var state = self.state.load(.monotonic);
@@ -311,12 +314,10 @@ fn acquireSlow(self: *Semaphore, acq: *Acquire, waker: *const Waker) Poll(Acquir
 
 fn enqueueLocked(self: *Semaphore, acq: *Acquire, remaining: usize, waker: *const Waker) void {
     assert(remaining > 0 and remaining <= acq.permits);
-    const waiter = &acq.waiter;
-    waiter.remaining = remaining;
-    assert(waiter.waker == null);
-    waiter.waker = waker.clone();
-    waiter.status.store(.waiting, .monotonic); // not yet shared: the lock publishes it
-    self.waiters.pushBack(&waiter.link);
+    // The node is initialised only here, when it is about to be shared (the lock publishes
+    // it): creating and completing a future on the fast path never touches it.
+    acq.waiter = .{ .requested = acq.permits, .remaining = remaining, .waker = waker.clone() };
+    self.waiters.pushBack(&acq.waiter.link);
     acq.phase = .queued;
 }
 
@@ -352,7 +353,8 @@ pub const Acquire = struct {
     semaphore: *Semaphore,
     permits: usize,
     phase: Phase = .idle,
-    waiter: Waiter,
+    /// Initialised by `enqueueLocked`; meaningful only in phase `queued`.
+    waiter: Waiter = undefined,
 
     const Phase = enum { idle, queued, done };
 

@@ -119,7 +119,7 @@ pub fn OnceCell(comptime T: type) type {
             if (before & waiters_bit != 0) self.completeWaiters();
         }
 
-        fn completeWaiters(self: *Self) void {
+        noinline fn completeWaiters(self: *Self) void {
             self.mutex.lock();
             var wake = WakeList{};
             // `ready` is terminal: no waiter registers any more, so the loop is bounded by
@@ -177,7 +177,8 @@ pub fn OnceCell(comptime T: type) type {
                 cell: *Self,
                 init_future: F,
                 phase: Phase = .idle,
-                waiter: Waiter = .{},
+                /// Initialised by `enqueueLocked`; meaningful only in phase `waiting`.
+                waiter: Waiter = undefined,
 
                 const Phase = enum { idle, waiting, initializing, done };
 
@@ -207,7 +208,7 @@ pub fn OnceCell(comptime T: type) type {
                 }
 
                 /// Another initializer holds the role: re-check under the lock, then wait.
-                fn waitSlow(op: *Op, cx: *Context) Poll(*const T) {
+                noinline fn waitSlow(op: *Op, cx: *Context) Poll(*const T) {
                     const cell = op.cell;
                     cell.mutex.lock();
                     // Acquire: if we read `ready`, we see the value.
@@ -251,9 +252,9 @@ pub fn OnceCell(comptime T: type) type {
                 }
 
                 fn enqueueLocked(op: *Op, waker: *const Waker) void {
-                    assert(op.waiter.waker == null);
-                    op.waiter.waker = waker.clone();
-                    op.waiter.status.store(.waiting, .monotonic); // published by the lock
+                    // Initialised only now, when it is about to be shared (the lock
+                    // publishes it).
+                    op.waiter = .{ .waker = waker.clone() };
                     op.cell.waiters.pushBack(&op.waiter.link);
                     op.phase = .waiting;
                 }
