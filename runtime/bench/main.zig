@@ -21,6 +21,7 @@ const cli = @import("cli.zig");
 const output = @import("output.zig");
 const sync_tiers = @import("sync_tiers.zig");
 const async_tiers = @import("async_tiers.zig");
+const echo = @import("echo.zig");
 
 const Constants = constants_mod.Constants;
 const Case = harness.Case;
@@ -39,7 +40,8 @@ const Bench = struct {
     run: BenchFn,
 };
 
-/// The registered benchmarks in canonical order (README.md).
+/// The registered benchmarks in canonical order (README.md). echo_shared_sweep is registered
+/// once `ampere` exports `RcBuffer`.
 const benches = [_]Bench{
     micro(0, "floor_cas_store", sync_tiers.floorCasStore),
     micro(0, "floor_fetch_add", sync_tiers.floorFetchAdd),
@@ -68,7 +70,15 @@ const benches = [_]Bench{
     micro(4, "yield_many", async_tiers.yieldMany),
     micro(4, "ping_pong", async_tiers.pingPong),
     micro(4, "chained_spawn", async_tiers.chainedSpawn),
-};
+    echoBench("echo_f64"),
+    echoBench("echo_string_1mib"),
+    echoBench("echo_bytes_1mib"),
+    echoBench("echo_bytes_sweep"),
+} ++ (if (echo.has_shared) [_]Bench{echoBench("echo_shared_sweep")} else [_]Bench{});
+
+fn echoBench(name: []const u8) Bench {
+    return .{ .suite = "echo", .tier = 0, .name = name, .run = echo.run };
+}
 
 fn micro(tier: u8, name: []const u8, run_fn: BenchFn) Bench {
     return .{ .suite = "micro", .tier = tier, .name = name, .run = run_fn };
@@ -266,6 +276,7 @@ test {
     _ = output;
     _ = sync_tiers;
     _ = async_tiers;
+    _ = echo;
 }
 
 const testing = std.testing;
@@ -285,7 +296,7 @@ test "list, json and table" {
     defer aw.deinit();
     try testing.expectEqual(@as(u8, 0), runArgs(&counting, "--quick --list", &aw.writer).code);
     try testing.expect(std.mem.startsWith(u8, aw.written(), "micro 0 floor_cas_store\nmicro 0 floor_fetch_add\nmicro 1 mutex\n"));
-    try testing.expectEqual(benches.len, std.mem.count(u8, aw.written(), "\n"));
+    try testing.expectEqual(@as(usize, 27), std.mem.count(u8, aw.written(), "\n")); // the micro suite
     aw.clearRetainingCapacity();
     try testing.expectEqual(@as(u8, 0), runArgs(&counting, "--quick --json --filter fetch", &aw.writer).code);
     const parsed = try std.json.parseFromSlice(std.json.Value, testing.allocator, aw.written(), .{});
