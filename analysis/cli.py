@@ -94,7 +94,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
         return 0
     rows = []
     for r in history.to_dict("records"):
-        started = r["started_utc"].strftime("%Y-%m-%d %H:%M:%S UTC") if r["started_utc"] is not None and str(r["started_utc"]) != "NaT" else "—"
+        r = {k: (None if _missing(v) else v) for k, v in r.items()}
+        started = r["started_utc"].strftime("%Y-%m-%d %H:%M:%S UTC") if r["started_utc"] is not None else "—"
         git = "—" if not r["git_commit"] else str(r["git_commit"])[:10] + ("+dirty" if r["git_dirty"] else "")
         status = r["status"] if not r["reason"] else f"{r['status']}: {r['reason']}"
         rows.append([r["run_id"], started, r["host"] or "—", r["suites"] or "—", r["profile"] or "—",
@@ -102,6 +103,13 @@ def cmd_runs(args: argparse.Namespace) -> int:
     print(box_table(["Run", "Started", "Host", "Suites", "Profile", "Runtimes", "Git", "Status"], rows,
                     ["l"] * 8))
     return 0
+
+
+def _missing(value: object) -> bool:
+    """None, NaN or NaT (pandas turns None into NaN in string columns)."""
+    import pandas as pd
+
+    return value is None or (not isinstance(value, (list, dict, str)) and bool(pd.isna(value)))
 
 
 def _register_diff(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:

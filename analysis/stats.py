@@ -216,14 +216,19 @@ def _pair_keys(x: Sample, y: Sample) -> tuple[int, int]:
     return _digest(ranks[: px.size], sx), _digest(ranks[px.size:], sy)
 
 
-def _pair_rngs(x: Sample, y: Sample, seed: int) -> tuple[bool, np.random.Generator, np.random.Generator]:
-    """(swapped, rng of the first in canonical order, rng of the second)."""
+def _pair_rngs(x: Sample, y: Sample, seed: int
+               ) -> tuple[bool, bool, np.random.Generator, np.random.Generator]:
+    """(swapped, identical, rng of the first in canonical order, rng of the second).
+
+    `identical`: equal keys, i.e. the two samples are the same values in the same layout; no
+    orientation can be preferred, so callers symmetrise the interval around 0 (log scale).
+    """
     kx, ky = _pair_keys(x, y)
     swapped = kx > ky
     lo, hi = (ky, kx) if swapped else (kx, ky)
     seq = np.random.SeedSequence(seed, spawn_key=(lo, hi))
     first, second = seq.spawn(2)
-    return swapped, np.random.default_rng(first), np.random.default_rng(second)
+    return swapped, kx == ky, np.random.default_rng(first), np.random.default_rng(second)
 
 
 def _single_rng(x: Sample, seed: int) -> np.random.Generator:
@@ -357,7 +362,7 @@ def ratio_cis(baseline: Sample, candidate: Sample, statistics: Sequence[Statisti
     invocations, else BCa on pooled values via scipy.stats.bootstrap. The computation always
     runs in a canonical orientation decided by the samples' joint ranks, and is negated on the
     log scale when the caller's orientation is the other one, so swapping the sides mirrors
-    the result exactly.
+    the result exactly. Two identical samples get the interval's symmetric hull around 0.
     """
     _check_confidence(confidence)
     if n_resamples < 1:
@@ -372,25 +377,27 @@ def ratio_cis(baseline: Sample, candidate: Sample, statistics: Sequence[Statisti
     if np.ptp(b) == 0 and np.ptp(c) == 0:
         return PairBootstrap({n: _ratio_from_logs(v, v, v, "degenerate (all values identical)")
                               for n, v in logs.items()}, False)
-    swapped, rng_first, rng_second = _pair_rngs(baseline, candidate, seed)
+    swapped, identical, rng_first, rng_second = _pair_rngs(baseline, candidate, seed)
     first, second = (candidate, baseline) if swapped else (baseline, candidate)
+
+    def orient(low: float, high: float) -> tuple[float, float]:
+        if identical:
+            return min(low, -high), max(high, -low)
+        return (-high, -low) if swapped else (low, high)
+
     cis: dict[str, RatioCI] = {}
     if len(baseline) >= 2 and len(candidate) >= 2:
         d1 = hierarchical_resample(first, statistics, n_resamples, rng_first)
         d2 = hierarchical_resample(second, statistics, n_resamples, rng_second)
         for name in statistics:
-            low, high = percentile_interval(np.log(d1[name]) - np.log(d2[name]), confidence)
-            if swapped:
-                low, high = -high, -low
+            low, high = orient(*percentile_interval(np.log(d1[name]) - np.log(d2[name]), confidence))
             cis[name] = _ratio_from_logs(logs[name], low, high, "hierarchical percentile")
         dist_b, dist_c = (d2, d1) if swapped else (d1, d2)
         return PairBootstrap(cis, True, dist_b, dist_c)
     for name in statistics:
         low, high, method = _bootstrap_logratio(pooled(first), pooled(second), name, confidence,
                                                 n_resamples, rng_first)
-        if swapped:
-            low, high = -high, -low
-        cis[name] = _ratio_from_logs(logs[name], low, high, method)
+        cis[name] = _ratio_from_logs(logs[name], *orient(low, high), method)
     return PairBootstrap(cis, False)
 
 
@@ -546,18 +553,24 @@ def bh_qvalues(p_values: Sequence[float]) -> np.ndarray:
 
 # -- verdicts and summaries -------------------------------------------------------------------
 
+#: Interval ends within this distance (log scale, i.e. a relative 1e-12) of a band edge count as
+#: on the edge, so that `log(1.05)` and `log1p(0.05)` (an ulp apart) give the same verdict.
+EDGE_TOLERANCE = 1e-12
+
+
 def verdict(log_low: float, log_high: float, tie_band: float = DEFAULT_TIE_BAND) -> Verdict:
     """Verdict from a log-ratio interval with a symmetric band L = log(1 + tie_band).
 
     win: low > L (whole CI above 1+band); loss: high < -L (whole CI below 1/(1+band));
     tie: -L <= low and high <= L (whole CI inside the band, edges included);
-    inconclusive: anything else, including a missing interval.
+    inconclusive: anything else, including a missing interval. Symmetric under
+    (low, high) -> (-high, -low), so swapping baseline and candidate mirrors win <-> loss.
     """
     if tie_band < 0:
         raise ValueError("tie_band must be >= 0")
     if not (np.isfinite(log_low) and np.isfinite(log_high)):
         return "inconclusive"
-    band = math.log1p(tie_band)
+    band = math.log1p(tie_band) + EDGE_TOLERANCE
     if log_low > band:
         return "win"
     if log_high < -band:

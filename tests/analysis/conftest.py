@@ -1,0 +1,38 @@
+"""Fixtures of the analysis tests (helpers live in analysis_fakes.py)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from analysis.cli import main
+from analysis_fakes import REPO, cli_env, write_run
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    """A data folder with one complete two-runtime run (ampere 2x faster on mutex)."""
+    folder = tmp_path / "data"
+    write_run(folder, speed={"mutex": 0.5, "task_spawn": 1.5})
+    return folder
+
+
+@pytest.fixture
+def cli(capsys):
+    """Run the CLI in-process: returns (exit code, stdout, stderr)."""
+
+    def run(*args: str) -> tuple[int, str, str]:
+        code = main([str(a) for a in args])
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+
+    return run
+
+
+def run_cli_subprocess(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run `python -m analysis ...` in a fresh interpreter from the repo root."""
+    return subprocess.run([sys.executable, "-m", "analysis", *map(str, args)], cwd=REPO, env=env or cli_env(),
+                          capture_output=True, text=True, timeout=timeout)

@@ -1,0 +1,196 @@
+"""compare / diff_runs / echo_table / diagnostics / summary on synthetic runs."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis import compare, diff_runs, echo_table, load_run
+from analysis.compare import BENCHMARK_COLUMNS, ECHO_COLUMNS, RUNTIME_COLUMNS
+from analysis_fakes import meta_for, rows_for, run_json, standard_rows, write_run
+
+FAST = 400  # resamples for tests that do not look at interval values
+
+
+def test_frames_and_verdicts(data_dir):
+    result = compare("latest", data_dir=data_dir, n_resamples=FAST)
+    b = result.benchmarks.set_index("label")
+    assert list(result.benchmarks.columns) == BENCHMARK_COLUMNS
+    assert list(result.runtimes.columns) == RUNTIME_COLUMNS
+    # canonical order: controls, tiers 1-4, echo
+    assert result.benchmarks["label"].tolist() == [
+        "floor_cas_store", "floor_fetch_add", "mutex", "oncecell_set", "oneshot", "mutex_contended",
+        "task_spawn", "echo_f64 n=1", "echo_f64 n=10"]
+    assert b.loc["mutex", "verdict"] == "win" and b.loc["mutex", "ratio"] == pytest.approx(2.0, rel=0.05)
+    assert b.loc["task_spawn", "verdict"] == "loss"
+    assert b.loc["floor_cas_store", "verdict"] == "tie"
+    assert b.loc["oncecell_set", "baseline_bytes_per_op"] == 64 and b.loc["oncecell_set", "candidate_bytes_per_op"] == 0
+    assert math.isinf(b.loc["oncecell_set", "bytes_ratio"])
+    assert (result.benchmarks["q_value"] >= result.benchmarks["p_value"] - 1e-12).all()
+    micro = result.runtimes[result.runtimes["suite"] == "micro"]
+    assert micro["n"].eq(30).all() and result.runtimes["n_invocations"].eq(3).all()
+    assert result.runtimes[result.runtimes["suite"] == "echo"]["n"].eq(120).all()
+    inv = result.invocations
+    assert len(inv) == 9 * 2 * 3 and set(inv["invocation"]) == {0, 1, 2}
+
+
+def test_summary_counts_and_lines(data_dir):
+    result = compare("latest", data_dir=data_dir, n_resamples=FAST)
+    s = result.summary
+    assert s["n_compared"] == 7  # controls excluded
+    assert sum(s["counts"].values()) == 7
+    assert s["by_suite"]["micro"]["n_compared"] == 5 and s["by_suite"]["echo"]["n_compared"] == 2
+    assert s["controls"] == {"floor_cas_store": "tie", "floor_fetch_add": "tie"}
+    micro = s["by_suite"]["micro"]
+    # totals: tokio allocates 64 (oncecell_set) + 72 (oneshot) + 2 + 128; ampere 2 + 128
+    assert micro["total_bytes_per_op"] == {"tokio": 266.0, "ampere": 130.0}
+    lines = "\n".join(s["lines"])
+    assert "micro (tiers 1-4): ampere wins: 1 / 5   Tokio wins: 1 / 5" in lines
+    assert "Total bytes per op: ampere 130.0  Tokio 266.0 (2.0x less)" in lines
+    lo, hi = micro["geomean_ratio_ci"]
+    assert lo <= micro["geomean_ratio"] <= hi
+
+
+def test_swapping_baseline_and_candidate_mirrors_everything(data_dir):
+    forward = compare("latest", data_dir=data_dir, n_resamples=FAST).benchmarks
+    backward = compare("latest", baseline="ampere", candidate="tokio", data_dir=data_dir, n_resamples=FAST).benchmarks
+    mirror = {"win": "loss", "loss": "win", "tie": "tie", "inconclusive": "inconclusive"}
+    assert backward["verdict"].tolist() == [mirror[v] for v in forward["verdict"]]
+    assert np.allclose(backward["ratio"], 1 / forward["ratio"], rtol=1e-12)
+    assert np.array_equal(backward["log_ratio_ci_low"], -forward["log_ratio_ci_high"])
+    assert np.allclose(backward["p_value"], forward["p_value"])
+
+
+def test_echo_table(data_dir):
+    result = compare("latest", data_dir=data_dir, n_resamples=FAST)
+    echo = echo_table(result)
+    assert list(echo.columns) == ECHO_COLUMNS
+    assert echo["runtime"].tolist() == ["ampere", "tokio", "ampere", "tokio"]  # candidate first
+    row = echo.iloc[0]
+    assert row["min_ns"] <= row["p75_ns"] <= row["p99_ns"] <= row["max_ns"]
+    assert row["avg_ns_ci_low"] <= row["avg_ns"] <= row["avg_ns_ci_high"]
+    assert row["p99_ns_ci_low"] <= row["p99_ns"] <= row["p99_ns_ci_high"]
+    assert echo.iloc[1]["avg_ratio"] == 1.0  # the baseline against itself
+    run = load_run("latest", data_dir)
+    batches = run.rows("ampere").query("benchmark == 'echo_f64' and param == 'n=1'")["elapsed_ns"]
+    assert row["avg_ns"] == pytest.approx(batches.mean()) and row["max_ns"] == batches.max()
+    assert row["p99_ns"] == np.quantile(batches, 0.99, method="inverted_cdf")
+
+
+def test_single_runtime_describes_instead_of_comparing(tmp_path):
+    data = tmp_path / "data"
+    write_run(data, runtimes=["ampere"])
+    result = compare("latest", data_dir=data, n_resamples=FAST)
+    assert not result.compared
+    assert result.benchmarks["verdict"].isna().all()
+    assert result.benchmarks["ratio"].isna().all()
+    assert result.benchmarks["verdict_reason"].str.contains("no tokio data").all()
+    assert result.benchmarks["candidate_median_ns_per_op"].notna().all()
+    assert result.summary["lines"] == ["not compared: the run has data for only one of ampere and tokio"]
+    echo = result.echo
+    assert echo["avg_ns_ci_low"].notna().all()  # intervals still computed for the one side
+
+
+def test_benchmark_missing_on_one_side(tmp_path):
+    data = tmp_path / "data"
+    tokio = [r for r in standard_rows("tokio") if r[4] != "mutex"]
+    write_run(data, rows={"tokio": tokio})
+    result = compare("latest", data_dir=data, n_resamples=FAST)
+    mutex = result.benchmarks.set_index("label").loc["mutex"]
+    assert not mutex["compared"] and pd.isna(mutex["verdict"])
+    assert "no tokio data for this benchmark" in mutex["verdict_reason"]
+    assert "not_compared" in set(result.diagnostics["code"])
+
+
+def diagnostics_run(tmp_path, **kwargs):
+    data = tmp_path / "data"
+    write_run(data, **kwargs)
+    return compare("latest", data_dir=data, n_resamples=FAST).diagnostics
+
+
+def test_diagnostics_machine_and_cores(tmp_path):
+    meta = {"ampere": meta_for("ampere", logical_cores=2), "tokio": meta_for("tokio", cpu_model="Other CPU", logical_cores=2)}
+    diag = diagnostics_run(tmp_path, meta=meta)
+    codes = set(diag["code"])
+    assert {"machine", "oversubscribed"} <= codes
+    message = diag.set_index("code").loc["machine", "message"]
+    assert "tokio and ampere ran on different machines (cpu_model: 'Other CPU' vs 'Test CPU')" == message
+    assert "2 logical cores < num_workers 4" in diag.set_index("code").loc["oversubscribed", "message"]
+
+
+def test_diagnostics_debug_build(tmp_path):
+    meta = {"ampere": {**meta_for("ampere"), "build_mode": "Debug"}, "tokio": meta_for("tokio")}
+    diag = diagnostics_run(tmp_path, meta=meta)
+    row = diag[diag["code"] == "build_mode"].iloc[0]
+    assert row["runtime"] == "ampere" and "not a release build" in row["message"]
+
+
+def test_diagnostics_samples_quantisation_drift_controls(tmp_path):
+    rng = np.random.default_rng(4)
+    rows = {}
+    for rt in ("ampere", "tokio"):
+        r = rows_for(rt, "micro", 1, "mutex", "", 1000, [[12_000] * 3 + [13_000] * 2])              # 5 samples, quantised
+        r += rows_for(rt, "micro", 1, "notify", "", 1000, [np.linspace(10_000, 20_000, 12) + rng.integers(0, 9, 12)])  # drift
+        r += rows_for(rt, "micro", 1, "barrier", "", 1000, [[50_000] + list(10_000 + rng.integers(0, 50, 11))])  # warm-up
+        factor = 1.0 if rt == "tokio" else 0.7
+        r += rows_for(rt, "micro", 0, "floor_fetch_add", "", 1000, [4000 * factor + rng.integers(0, 40, 10) for _ in range(2)])
+        rows[rt] = r
+    diag = diagnostics_run(tmp_path, rows=rows)
+    by = lambda code: diag[diag["code"] == code]  # noqa: E731
+    assert set(by("few_samples")["benchmark"]) == {"mutex"}
+    assert "only 5 samples" in by("few_samples")["message"].iloc[0]
+    assert by("quantisation").empty  # fewer than 6 samples are not judged for quantisation
+    drift = by("drift")
+    assert {"notify", "barrier"} <= set(drift["benchmark"])
+    assert drift[drift["benchmark"] == "barrier"]["message"].str.contains("first iteration is an outlier").all()
+    control = by("control_not_tie")
+    assert control["benchmark"].tolist() == ["floor_fetch_add"]
+    assert diag["level"].iloc[0] == "warning"
+
+
+def test_quantisation_by_microsecond_clock(tmp_path):
+    rows = {rt: rows_for(rt, "micro", 1, "mutex", "", 1000, [[12_000, 13_000, 14_000, 15_000, 16_000, 17_000, 18_000]])
+            for rt in ("ampere", "tokio")}
+    diag = diagnostics_run(tmp_path, rows=rows)
+    q = diag[diag["code"] == "quantisation"]
+    assert len(q) == 2 and q["message"].str.contains("multiple of 1000").all()
+
+
+def test_diff_runs_regression_and_improvement(tmp_path):
+    data = tmp_path / "data"
+    write_run(data, "20261122T100000Z-lab1", seed=1)
+    write_run(data, "20261122T110000Z-lab1", seed=2, speed={"mutex": 2.0, "oneshot": 0.5})
+    result = diff_runs("20261122T100000Z-lab1", "20261122T110000Z-lab1", "ampere", data_dir=data, n_resamples=FAST)
+    b = result.benchmarks.set_index("label")
+    assert b.loc["mutex", "verdict"] == "loss" and b.loc["mutex", "regressed"]
+    assert b.loc["mutex", "ratio"] == pytest.approx(0.5, rel=0.05)
+    assert b.loc["oneshot", "verdict"] == "win" and not b.loc["oneshot", "regressed"]
+    assert result.extra["run_a"] == "20261122T100000Z-lab1"
+    assert set(result.runtimes["runtime"]) == {"A", "B"}
+
+
+def test_diff_of_a_run_with_itself_is_all_ties_or_inconclusive(data_dir):
+    result = diff_runs("latest", "latest", "ampere", data_dir=data_dir, n_resamples=FAST)
+    assert set(result.benchmarks["verdict"]) <= {"tie", "inconclusive"}
+    assert not result.benchmarks["regressed"].any()
+    assert np.allclose(result.benchmarks["ratio"], 1.0)
+    # identical samples get a symmetric interval around 1
+    assert np.allclose(result.benchmarks["log_ratio_ci_low"], -result.benchmarks["log_ratio_ci_high"])
+
+
+def test_bad_arguments(data_dir):
+    from analysis.errors import AnalysisError
+
+    with pytest.raises(AnalysisError, match="has no nobody or somebody data"):
+        compare("latest", baseline="nobody", candidate="somebody", data_dir=data_dir)
+    with pytest.raises(AnalysisError, match="both 'tokio'"):
+        compare("latest", baseline="tokio", candidate="tokio", data_dir=data_dir)
+    with pytest.raises(AnalysisError, match="tie-band"):
+        compare("latest", tie_band=-1, data_dir=data_dir)
+    with pytest.raises(AnalysisError, match="confidence"):
+        compare("latest", confidence=1.5, data_dir=data_dir)
+    with pytest.raises(AnalysisError, match="has no missing data"):
+        diff_runs("latest", "latest", "missing", data_dir=data_dir)
