@@ -17,6 +17,7 @@ test {
     _ = @import("channel/broadcast.zig");
     _ = @import("channel/watch.zig");
     _ = @import("channel/stress_tests.zig");
+    _ = @import("channel/runtime_stress_tests.zig");
     // RcBuffer is not a channel; it is tested from here until ampere.zig exports it.
     _ = @import("RcBuffer.zig");
 }
