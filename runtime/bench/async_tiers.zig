@@ -95,7 +95,7 @@ pub fn Driver(comptime B: type) type {
                             self.finishAll();
                             return .{ .ready = true };
                         }
-                        self.bench.setup();
+                        self.bench.setup(self.ctx) catch return .{ .ready = false };
                         self.round = 0;
                         self.mark = self.ctx.markStart();
                         self.phase = .spawn;
@@ -282,7 +282,7 @@ const ChannelBench = struct {
         return 1;
     }
 
-    pub fn setup(self: *ChannelBench) void {
+    pub fn setup(self: *ChannelBench, _: *Ctx) Error!void {
         self.sent = 0;
         self.received_sum = 0;
         self.failure = null;
@@ -394,8 +394,8 @@ const MutexBench = struct {
         return 1;
     }
 
-    pub fn setup(self: *MutexBench) void {
-        std.debug.assert(self.shared.mutex.tryLock()); // nobody holds it between iterations
+    pub fn setup(self: *MutexBench, ctx: *Ctx) Error!void {
+        if (!self.shared.mutex.tryLock()) return ctx.fail("mutex held between iterations", .{});
         self.shared.counter = 0;
         self.shared.mutex.unlock();
         self.acquisitions = 0;
@@ -501,8 +501,8 @@ const RwLockBench = struct {
         return 1;
     }
 
-    pub fn setup(self: *RwLockBench) void {
-        std.debug.assert(self.shared.lock.tryWrite());
+    pub fn setup(self: *RwLockBench, ctx: *Ctx) Error!void {
+        if (!self.shared.lock.tryWrite()) return ctx.fail("rwlock held between iterations", .{});
         self.shared.value = 0;
         self.shared.lock.writeUnlock();
         self.acquisitions = 0;
@@ -607,7 +607,7 @@ const SemaphoreBench = struct {
         return 1;
     }
 
-    pub fn setup(self: *SemaphoreBench) void {
+    pub fn setup(self: *SemaphoreBench, _: *Ctx) Error!void {
         self.acquisitions = 0;
         self.failure = null;
     }
@@ -674,7 +674,7 @@ const SpawnBench = struct {
         return self.batches;
     }
 
-    pub fn setup(self: *SpawnBench) void {
+    pub fn setup(self: *SpawnBench, _: *Ctx) Error!void {
         self.matched = 0;
         self.sum = 0;
     }
@@ -759,7 +759,7 @@ const YieldBench = struct {
         return 1;
     }
 
-    pub fn setup(self: *YieldBench) void {
+    pub fn setup(self: *YieldBench, _: *Ctx) Error!void {
         self.yields = 0;
     }
 
@@ -876,7 +876,7 @@ const PingPongBench = struct {
         return 1;
     }
 
-    pub fn setup(self: *PingPongBench) void {
+    pub fn setup(self: *PingPongBench, _: *Ctx) Error!void {
         self.matched = 0;
     }
 
@@ -947,7 +947,7 @@ const ChainBench = struct {
         return 1;
     }
 
-    pub fn setup(self: *ChainBench) void {
+    pub fn setup(self: *ChainBench, _: *Ctx) Error!void {
         self.done = Oneshot.init();
         self.receiving = null;
         self.depth = null;
@@ -1041,8 +1041,8 @@ test "a failed check in the driver is reported" {
         pub fn rounds(self: *const @This()) u64 {
             return self.inner.rounds();
         }
-        pub fn setup(self: *@This()) void {
-            self.inner.setup();
+        pub fn setup(self: *@This(), ctx_: *Ctx) Error!void {
+            return self.inner.setup(ctx_);
         }
         pub fn spawnRound(self: *@This(), round: u64, handles: []JoinHandle(void)) Runtime.SpawnError!usize {
             return self.inner.spawnRound(round, handles);
