@@ -33,4 +33,5 @@ test {
     _ = @import("sync/once_cell.zig");
     _ = @import("sync/hook.zig");
     _ = @import("sync/stress_test.zig");
+    _ = @import("sync/runtime_stress_test.zig");
 }
