@@ -247,10 +247,13 @@ pub fn Bounded(comptime T: type) type {
                     if (head +% self.one_lap == tail) return .full;
                     // A consumer claimed the slot but has not freed it yet.
                 }
-                // Otherwise `tail` is stale (another producer claimed it) or a consumer is
-                // between its claim and its stamp store.
-                if (backoff.isCompleted()) return .busy;
-                backoff.snooze();
+                // Otherwise `tail` is stale (another producer claimed it: retry at once) or a
+                // consumer is between its claim and its stamp store (wait, boundedly).
+                const reloaded = self.tail.value.load(.monotonic);
+                if (reloaded == tail) {
+                    if (backoff.isCompleted()) return .busy;
+                    backoff.snooze();
+                }
                 tail = self.tail.value.load(.monotonic);
             }
         }
@@ -283,8 +286,13 @@ pub fn Bounded(comptime T: type) type {
                     }
                     // A producer claimed the slot but has not published it yet.
                 }
-                if (backoff.isCompleted()) return .busy;
-                backoff.snooze();
+                // Otherwise `head` is stale (another consumer took it: retry at once) or a
+                // producer is between its claim and its stamp store (wait, boundedly).
+                const reloaded = self.head.value.load(.monotonic);
+                if (reloaded == head) {
+                    if (backoff.isCompleted()) return .busy;
+                    backoff.snooze();
+                }
                 head = self.head.value.load(.monotonic);
             }
         }
