@@ -93,8 +93,8 @@ noinline fn releaseFinished(self: *Barrier) void {
     // Bounded: each iteration unlinks a node; new nodes carry the current generation.
     while (self.waiters.first()) |link| {
         const waiter = Waiter.from(link);
-        // Acquire-free: under the lock, the generation we compare with only moves forward;
-        // a node of the current generation ends the finished prefix.
+        // Monotonic: our own CAS (program order) already made the generation at least ours;
+        // it only moves forward. A node of the current generation ends the finished prefix.
         if (waiter.generation == generationOf(self.state.load(.monotonic))) break;
         self.waiters.remove(link);
         wake.push(waiter.takeWaker());
