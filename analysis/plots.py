@@ -45,6 +45,8 @@ if TYPE_CHECKING:
     from .compare import Comparison
     from .load import Run
 
+display_name = schema.display_name  # the notebooks' one name for a runtime ("Tokio", "ampere")
+
 ROLE_COLORS = {"candidate": "#1f77b4", "baseline": "#ff7f0e"}
 VERDICT_COLORS = {"win": "#2ca02c", "loss": "#d62728", "tie": "#7f7f7f", "inconclusive": "#e6a700"}
 VERDICT_WORDS = {"win": "win (candidate faster)", "loss": "loss (candidate slower)",
@@ -236,8 +238,9 @@ def headline_sentences(cmp: "Comparison") -> list[str]:
         return [f"This run has data for {who} only: nothing to compare, the pages describe it alone."]
     lines = [counts_sentence(s, c, b) + " (Tier 0 controls are a harness check and are not counted.)",
              geomean_sentence(s, c, b, cmp.confidence)]
-    for suite, part in s.get("by_suite", {}).items():
-        if len(s.get("by_suite", {})) > 1 and part.get("geomean_n"):
+    with_ratios = {k: v for k, v in s.get("by_suite", {}).items() if v.get("geomean_n")}
+    for suite, part in with_ratios.items():
+        if len(with_ratios) > 1:
             scope = "in the micro suite (tiers 1–4)" if suite == "micro" else "in the echo suite (per-op times of whole batches)"
             lines.append(geomean_sentence(part, c, b, cmp.confidence, scope))
     lines.append(controls_sentence(s.get("controls", {})))
@@ -822,8 +825,9 @@ HISTORY_REGRESSION_COLUMNS = ["run_a", "run_b", "position", "suite", "tier", "be
 
 
 def run_label(run_id: str, started: Any, commit: Any, dirty: Any) -> str:
-    stamp = started.strftime("%Y-%m-%d %H:%M") if hasattr(started, "strftime") and str(started) != "NaT" else run_id
-    git = (str(commit)[:7] + ("+" if dirty else "")) if commit else "no git"
+    stamp = started.strftime("%Y-%m-%d %H:%M") if hasattr(started, "strftime") and not pd.isna(started) else run_id
+    has_commit = isinstance(commit, str) and commit != ""
+    git = (commit[:7] + ("+" if dirty is True else "")) if has_commit else "no git"
     return f"{stamp}\n{git}"
 
 
@@ -1010,7 +1014,7 @@ def figure_texts(fig: Figure) -> dict[str, Any]:
 
 __all__ = [
     "ECHO_FAMILIES", "History", "Notes", "ROLE_COLORS", "VERDICT_COLORS", "alloc_plot", "controls_sentence",
-    "counts_sentence", "diagnostics_table", "echo_batch_plot", "echo_ratio_table", "echo_sweep_plot",
+    "counts_sentence", "diagnostics_table", "display_name", "echo_batch_plot", "echo_ratio_table", "echo_sweep_plot",
     "ecdf_grid", "fairness_display", "figure_texts", "fmt_bytes", "forest_plot", "geomean_sentence", "groups",
     "has_echo", "headline_sentences", "history_data", "history_plot", "machine_display", "machine_sentences",
     "md_escape", "never_compared", "notebook_data_dir", "notes", "ratio_words", "regressions_table", "run_label",
