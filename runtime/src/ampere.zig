@@ -49,6 +49,8 @@ pub fn spawnBlocking(
 
 pub const sync = @import("sync.zig");
 pub const channel = @import("channel.zig");
+/// A reference-counted immutable byte buffer (the counterpart of Rust's `Arc<Vec<u8>>`).
+pub const RcBuffer = @import("RcBuffer.zig");
 
 /// Runs `f` (a pointer to a future) to completion on the calling thread without a runtime,
 /// parking the thread between polls. The thread executor used by tests and by `Runtime.blockOn`.
