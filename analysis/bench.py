@@ -280,13 +280,21 @@ def build_steps(root: Path, runtimes: tuple[str, ...]) -> list[tuple[str, list[s
     return steps
 
 
+def _stderr_fd() -> int | None:
+    try:
+        return sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # replaced stderr (e.g. captured in tests)
+        return None
+
+
 def build(root: Path, runtimes: tuple[str, ...]) -> None:
     for name, cmd in build_steps(root, runtimes):
         print(f"building: {name}", flush=True)
         try:
-            done = subprocess.run(cmd, cwd=root, stdout=sys.stderr, stderr=sys.stderr)
+            # compiler output goes to our stderr (fd 2), keeping stdout for progress and tables
+            done = subprocess.run(cmd, cwd=root, stdout=_stderr_fd(), stderr=_stderr_fd())
         except OSError as exc:
-            raise RunFailed(f"build step '{name}' failed: {exc.strerror}: {cmd[0]}") from None
+            raise RunFailed(f"build step '{name}' failed: {exc.strerror or exc}: {cmd[0]}") from None
         if done.returncode != 0:
             raise RunFailed(f"build step '{name}' failed (exit code {done.returncode})")
 
@@ -346,8 +354,14 @@ class Invocation:
     stderr_log: Path
 
 
-def run_invocation(inv: Invocation, timeout_s: float, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> None:
-    """Run one program invocation; raise StepFailed on a non-zero exit or watchdog expiry."""
+def run_invocation(inv: Invocation, timeout_s: float, out: TextIO | None = None, err: TextIO | None = None) -> None:
+    """Run one program invocation; raise StepFailed on a non-zero exit or watchdog expiry.
+
+    Progress goes to `out` (default: the current sys.stdout), the program's other stderr lines
+    to `err` (default: the current sys.stderr), each line as soon as it arrives.
+    """
+    out = out if out is not None else sys.stdout
+    err = err if err is not None else sys.stderr
     tag = f"[{inv.runtime} #{inv.index}]"
     print(f"{tag} {' '.join(inv.command)}", file=out, flush=True)
     running: dict[str, str] | None = None

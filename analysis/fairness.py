@@ -66,7 +66,7 @@ def parse_fairness_table(text: str) -> pd.DataFrame:
             table.append(line)
         elif table:
             break
-    is_rule = lambda cells: all(re.fullmatch(r":?-{3,}:?", c) for c in cells if c)  # noqa: E731
+    is_rule = lambda cells: all(re.fullmatch(r":?-+:?", c) for c in cells if c)  # noqa: E731
     if len(table) < 2 or not is_rule(_cells(table[1])):
         return pd.DataFrame(columns=FAIRNESS_COLUMNS)
     taken: set[str] = set()
