@@ -23,6 +23,7 @@ pub const task = @import("task.zig");
 pub const time = @import("time.zig");
 pub const JoinHandle = task.JoinHandle;
 pub const JoinError = task.JoinError;
+pub const JoinOutput = task.JoinOutput;
 
 const combinators = @import("task/combinators.zig");
 pub const join = combinators.join;

@@ -95,7 +95,7 @@ const SpawnStorm = struct {
 /// Awaits a JoinHandle (lets the root future await a task's result).
 fn Await(comptime T: type) type {
     return struct {
-        pub const Output = JoinError!T;
+        pub const Output = ampere.JoinOutput(T);
         handle: JoinHandle(T),
         pub fn poll(self: *@This(), cx: *Context) Poll(Output) {
             return self.handle.poll(cx);
@@ -508,4 +508,31 @@ test "join waker: completion racing registration on another thread is never lost
         try testing.expectEqual(2 * i, value);
         thread.join();
     }
+}
+
+const Fallible = struct {
+    pub const Output = error{Boom}!u32;
+    fail: bool,
+    // Over-aligned field: the cell is more aligned than its header.
+    pad: [64]u8 align(std.atomic.cache_line) = @splat(0),
+    pub fn poll(self: *Fallible, cx: *Context) Poll(error{Boom}!u32) {
+        _ = cx;
+        return .{ .ready = if (self.fail) error.Boom else 7 };
+    }
+};
+
+test "tasks returning error unions and over-aligned futures" {
+    const rt = try newRuntime(2);
+    defer rt.deinit();
+    const ok = try rt.spawn(Fallible{ .fail = false });
+    const bad = try rt.spawn(Fallible{ .fail = true });
+    const OkAwait = struct {
+        pub const Output = (JoinError || error{Boom})!u32;
+        handle: JoinHandle(error{Boom}!u32),
+        pub fn poll(self: *@This(), cx: *Context) Poll(Output) {
+            return self.handle.poll(cx);
+        }
+    };
+    try testing.expectEqual(@as(u32, 7), try rt.blockOn(OkAwait{ .handle = ok }));
+    try testing.expectError(error.Boom, rt.blockOn(OkAwait{ .handle = bad }));
 }

@@ -73,7 +73,7 @@ pub const VTable = struct {
     /// Cancels the future (the caller holds `running` or every thread is stopped) and stores
     /// `error.Cancelled` as the output.
     cancel: *const fn (task: *Header) void,
-    /// Moves the output into `out` (a `*(JoinError!T)`); called once, after `complete`.
+    /// Moves the output into `out` (a `*JoinOutput(T)`); called once, after `complete`.
     take_output: *const fn (task: *Header, out: *anyopaque) void,
     /// Frees the allocation; called once, when the reference count reaches zero.
     dealloc: *const fn (task: *Header) void,

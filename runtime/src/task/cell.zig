@@ -14,6 +14,16 @@ const Header = @import("Header.zig");
 
 pub const JoinError = error{Cancelled};
 
+/// What awaiting a task of output `T` yields: `JoinError!T`, or, when `T` is itself an error
+/// union `E!U`, the flattened `(JoinError || E)!U` (Zig cannot nest an error union as the
+/// payload of another).
+pub fn JoinOutput(comptime T: type) type {
+    return switch (@typeInfo(T)) {
+        .error_union => |eu| (JoinError || eu.error_set)!eu.payload,
+        else => JoinError!T,
+    };
+}
+
 pub fn Cell(comptime F: type) type {
     const T = future.OutputOf(F);
     return struct {
@@ -25,7 +35,7 @@ pub fn Cell(comptime F: type) type {
 
         const Stage = union(enum) {
             running: F,
-            finished: JoinError!T,
+            finished: JoinOutput(T),
             consumed,
         };
 
@@ -48,7 +58,8 @@ pub fn Cell(comptime F: type) type {
         }
 
         fn from(header: *Header) *Self {
-            return @fieldParentPtr("header", header);
+            // The cell may be more aligned than the header (a future with cache-line fields).
+            return @alignCast(@fieldParentPtr("header", header));
         }
 
         fn poll(header: *Header) bool {
@@ -75,7 +86,7 @@ pub fn Cell(comptime F: type) type {
         fn takeOutput(header: *Header, out: *anyopaque) void {
             const self = from(header);
             assert(self.stage == .finished);
-            const destination: *(JoinError!T) = @ptrCast(@alignCast(out));
+            const destination: *JoinOutput(T) = @ptrCast(@alignCast(out));
             destination.* = self.stage.finished;
             self.stage = .consumed;
         }

@@ -1,4 +1,5 @@
-//! `JoinHandle(T)`: the spawner's side of a task, itself a future of `JoinError!T`.
+//! `JoinHandle(T)`: the spawner's side of a task, itself a future of `JoinError!T` (or of
+//! `(JoinError || E)!U` when `T` is `E!U`: see `JoinOutput`).
 //!
 //! Awaiting it suspends the awaiting task: the handle registers the awaiter's waker in the
 //! task's join-waker slot (see `Header.registerJoinWaker`) and returns pending; the thread
@@ -15,11 +16,12 @@ const future = @import("../future.zig");
 const budget = @import("../budget.zig");
 const Header = @import("Header.zig");
 pub const JoinError = @import("cell.zig").JoinError;
+pub const JoinOutput = @import("cell.zig").JoinOutput;
 
 pub fn JoinHandle(comptime T: type) type {
     return struct {
         const Self = @This();
-        pub const Output = JoinError!T;
+        pub const Output = JoinOutput(T);
 
         raw: ?*Header,
 
@@ -65,4 +67,10 @@ pub fn JoinHandle(comptime T: type) type {
             return header.load() & Header.complete != 0;
         }
     };
+}
+
+test "a task whose output is an error union flattens into the JoinHandle's error set" {
+    const E = error{Boom};
+    try std.testing.expect(JoinOutput(E!u32) == (JoinError || E)!u32);
+    try std.testing.expect(JoinOutput(u32) == JoinError!u32);
 }
