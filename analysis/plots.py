@@ -86,9 +86,21 @@ def notebook_data_dir(data_dir: str | os.PathLike[str]) -> Path:
 
 
 def setup_matplotlib() -> None:
-    """One look for every notebook figure (sizes readable in the HTML report)."""
+    """One look for every notebook figure (sizes readable in the HTML report).
+
+    In IPython it also turns on the inline backend, which registers the PNG display of
+    `Figure` objects: without it a figure would be shown as its text repr.
+    """
     import matplotlib
 
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython comes with the notebook dependencies
+        get_ipython = None  # type: ignore[assignment]
+    shell = get_ipython() if get_ipython else None
+    if shell is not None and hasattr(shell, "run_line_magic"):
+        shell.run_line_magic("matplotlib", "inline")
+        shell.run_line_magic("config", "InlineBackend.figure_formats = ['png']")
     matplotlib.rcParams.update({
         "figure.dpi": 100, "savefig.dpi": 100, "font.size": 10, "axes.titlesize": 11,
         "axes.titleweight": "bold", "figure.titlesize": 13, "figure.titleweight": "bold",
@@ -832,18 +844,23 @@ def run_label(run_id: str, started: Any, commit: Any, dirty: Any) -> str:
 
 
 def history_data(data_dir: str | os.PathLike[str] | None, baseline: str, candidate: str, tie_band: float,
-                 confidence: float, profile: str | None = None, limit: int = 20) -> History:
+                 confidence: float, profile: str | None = None, limit: int = 20,
+                 n_resamples: int | None = None) -> History:
     """Compare every complete run (of `profile`, newest `limit`) and diff consecutive runs.
 
     Ratios come from analysis.compare (baseline ÷ candidate per run); regressions from
     analysis.diff_runs on the candidate between consecutive runs (`regressed` = slower in the
     later run beyond the tie band). Runs of another profile are left out: their sizes differ,
     so their times are not comparable. Problems become notes, never exceptions.
+    `n_resamples`: bootstrap resamples of every interval (default: the analysis default).
     """
     from .compare import compare, diff_runs
     from .errors import AnalysisError
     from .load import load_run, run_history
 
+    from .stats import DEFAULT_RESAMPLES
+
+    resamples = n_resamples or DEFAULT_RESAMPLES
     notes_out: list[str] = []
     history = run_history(data_dir)
     complete = history[history["status"] == "complete"]
@@ -865,7 +882,8 @@ def history_data(data_dir: str | os.PathLike[str] | None, baseline: str, candida
     for item in complete.itertuples():
         try:
             run = load_run(item.path)
-            cmp = compare(run, baseline=baseline, candidate=candidate, tie_band=tie_band, confidence=confidence)
+            cmp = compare(run, baseline=baseline, candidate=candidate, tie_band=tie_band, confidence=confidence,
+                          n_resamples=resamples)
         except AnalysisError as exc:
             notes_out.append(f"{item.run_id}: left out ({exc})")
             continue
@@ -883,7 +901,8 @@ def history_data(data_dir: str | os.PathLike[str] | None, baseline: str, candida
         loaded.append((position, run))
     for (_, run_a), (position_b, run_b) in zip(loaded, loaded[1:]):
         try:
-            diff = diff_runs(run_a, run_b, runtime=candidate, tie_band=tie_band, confidence=confidence)
+            diff = diff_runs(run_a, run_b, runtime=candidate, tie_band=tie_band, confidence=confidence,
+                             n_resamples=resamples)
         except AnalysisError as exc:
             notes_out.append(f"no diff {run_a.run_id} → {run_b.run_id}: {exc}")
             continue

@@ -1,0 +1,232 @@
+"""analysis.report: atomic writes, kernel choice, index.html, the `report` command end to end on
+tiny notebooks (parameters pinned to the run, code hidden, offline HTML), the one-line error of a
+failing notebook, bad input, and the real notebooks on a one-runtime run without echo rows."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+import analysis
+from analysis import report
+from analysis.cli import main
+from report_fakes import RESAMPLES  # noqa: I001 (puts tests/analysis on sys.path)
+from analysis_fakes import REPO, cli_env, write_run
+
+RUN_ID = "20261122T101500Z-lab1"
+PARAMS = ('data_dir = "data"\nrun_id = "latest"\nbaseline = "tokio"\ncandidate = "ampere"\n'
+          'tie_band = 0.05\nconfidence = 0.95')
+EXTERNAL = re.compile(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//|url\(\s*["']?(?:https?:)?//""", re.I)
+STDERR_OUTPUT = re.compile(r"<div[^>]*data-mime-type=\"application/vnd\.jupyter\.stderr\"")
+
+
+def make_notebook(folder: Path, name: str, *cells: str, markdown: str = "# A tiny page") -> Path:
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell(PARAMS)
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [nbformat.v4.new_markdown_cell(markdown), params] + [nbformat.v4.new_code_cell(c) for c in cells]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+def run_cli(*args: object, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "analysis", *map(str, args)], cwd=REPO, env=cli_env(),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+def test_write_text_atomic_replaces_whole_files_only(tmp_path, monkeypatch):
+    target = tmp_path / "out" / "page.html"
+    report.write_text_atomic(target, "first")
+    report.write_text_atomic(target, "second")
+    assert target.read_text() == "second"
+    assert sorted(p.name for p in target.parent.iterdir()) == ["page.html"]
+    mask = os.umask(0)
+    os.umask(mask)
+    assert target.stat().st_mode & 0o777 == 0o666 & ~mask
+
+    def broken_replace(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(report.os, "replace", broken_replace)
+    with pytest.raises(OSError, match="disk full"):
+        report.write_text_atomic(target, "third")
+    assert target.read_text() == "second"  # the old file is intact, the temporary file is gone
+    assert sorted(p.name for p in target.parent.iterdir()) == ["page.html"]
+
+
+def test_runs_this_python():
+    assert report._runs_this_python(["python", "-m", "ipykernel_launcher"])
+    assert report._runs_this_python([sys.executable, "-m", "ipykernel_launcher"])
+    assert not report._runs_this_python(["/opt/other/bin/python3", "-m", "ipykernel_launcher"])
+    assert not report._runs_this_python([])
+
+
+def test_pick_kernel_runs_this_interpreter():
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    name = report.pick_kernel()
+    assert name in (report.KERNEL_NAME, "python3")
+    assert report._runs_this_python(KernelSpecManager().get_kernel_spec(name).argv)
+
+
+def test_index_summarises_the_run_and_links_every_page(two_runtime_run, tmp_path):
+    data, run_id = two_runtime_run
+    run = analysis.load_run(run_id, data_dir=data)
+    cmp = analysis.compare(run, n_resamples=RESAMPLES)
+    pages = [report.Page(name, tmp_path / f"{name}.html", tmp_path / f"{name}.ipynb", 1.0) for name in report.NOTEBOOKS]
+    page = report.index_html(run, cmp, pages, "python -m analysis report")
+    counts = cmp.summary["counts"]
+    assert f"run {run_id}" in page and "2026-11-22T10:15:00Z" in page
+    assert "Test CPU, 8 logical cores" in page and "abc1234def" in page
+    for verdict in ("win", "loss", "tie", "inconclusive"):
+        assert f'<span class="{verdict}">{verdict} {counts[verdict]}</span>' in page
+    assert f"{cmp.summary['geomean_ratio']:.3f}×" in page
+    lo, hi = cmp.summary["geomean_ratio_ci"]
+    assert f"[{lo:.3f}×, {hi:.3f}×]" in page
+    for name in report.NOTEBOOKS:
+        assert f'href="{name}.html"' in page and f'href="{name}.ipynb"' in page
+    assert not EXTERNAL.search(page)
+    for sentence in analysis.plots.headline_sentences(cmp):
+        assert sentence.replace("'", "&#x27;") in page
+
+
+# -- the command on tiny notebooks ------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def tiny_report(tmp_path_factory):
+    """`report` (default RUN: latest) on a synthetic run with one small notebook that plots."""
+    root = tmp_path_factory.mktemp("tiny")
+    data = root / "data"
+    write_run(data, RUN_ID)
+    notebooks = root / "notebooks"
+    make_notebook(notebooks, "tiny",
+                  "import sys\nimport analysis\nrun = analysis.load_run(run_id, data_dir=data_dir)\n"
+                  "print('LOADED', run.run_id, 'FROM', run_id)",
+                  "from analysis import plots\nfrom matplotlib.figure import Figure\nplots.setup_matplotlib()\n"
+                  "fig = Figure(figsize=(3, 2))\nax = fig.add_subplot()\n"
+                  "ax.plot([1, 2], [3, 4])\nax.set_title('tiny plot')\nfig")
+    out = root / "reports"
+    done = run_cli("report", "--data-dir", data, "--out-dir", out, "--notebook-dir", notebooks, "--notebooks", "tiny")
+    return done, out / RUN_ID
+
+
+def test_report_writes_notebook_html_and_index(tiny_report):
+    done, folder = tiny_report
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""  # kernel chatter goes to the kernel log, not the terminal
+    lines = done.stdout.splitlines()
+    assert lines[0] == "==> [report] tiny.ipynb"
+    assert Path(lines[-1]).resolve() == (folder / "index.html").resolve()
+    assert sorted(p.name for p in folder.iterdir()) == ["index.html", "logs", "tiny.html", "tiny.ipynb"]
+    assert (folder / "logs" / "tiny.kernel.txt").is_file()
+
+
+def test_report_pins_the_run_and_hides_code(tiny_report):
+    done, folder = tiny_report
+    assert done.returncode == 0, done.stderr
+    executed = nbformat.read(folder / "tiny.ipynb", as_version=4)
+    params = executed.metadata["papermill"]["parameters"]
+    assert params["run_id"] == RUN_ID  # `latest` resolved before the notebook ran
+    assert Path(params["data_dir"]).is_absolute()
+    assert (params["baseline"], params["candidate"], params["tie_band"], params["confidence"]) == (
+        "tokio", "ampere", 0.05, 0.95)
+    page = (folder / "tiny.html").read_text()
+    assert f"LOADED {RUN_ID} FROM {RUN_ID}" in page
+    assert "analysis.load_run" not in page and "set_title" not in page  # code cells hidden
+    assert "injected-parameters" not in page and "tie_band = 0.05" not in page
+    assert 'src="data:image/png;base64,' in page
+    assert not EXTERNAL.search(page) and "<script src" not in page
+    assert not STDERR_OUTPUT.search(page)
+    assert 'href="index.html"' in page
+
+
+def test_failing_notebook_is_one_line_naming_notebook_and_cell(tmp_path):
+    data = tmp_path / "data"
+    write_run(data, RUN_ID)
+    notebooks = tmp_path / "notebooks"
+    make_notebook(notebooks, "broken", "table = {'y': 1}", "table['x']")
+    out = tmp_path / "reports"
+    done = run_cli("report", RUN_ID, "--data-dir", data, "--out-dir", out, "--notebook-dir", notebooks,
+                   "--notebooks", "broken")
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    # cells: [1] parameters, [2] injected parameters, [3] table = ..., [4] table['x']
+    expected = (f"error: report: {notebooks / 'broken.ipynb'} cell 4: KeyError: 'x' "
+                f"(executed notebook: {out / RUN_ID / 'broken.failed.ipynb'})")
+    assert lines[0] == expected
+    assert done.stdout.splitlines() == ["==> [report] broken.ipynb"]
+    folder = out / RUN_ID
+    assert sorted(p.name for p in folder.iterdir()) == ["broken.failed.ipynb", "logs"]
+    failed = nbformat.read(folder / "broken.failed.ipynb", as_version=4)
+    errors = [o for c in failed.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    assert [(e.ename, e.evalue) for e in errors] == [("KeyError", "'x'")]
+
+
+# -- bad input --------------------------------------------------------------------------------
+
+def test_bad_run_is_a_one_line_error_exit_2(two_runtime_run, tmp_path, capsys):
+    data, _ = two_runtime_run
+    assert main(["report", "nope", "--data-dir", str(data), "--out-dir", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: unknown run id 'nope'") and err.count("\n") == 1
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["report", str(empty), "--out-dir", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {empty}: not a run folder (no run.json, no <runtime>.csv)\n"
+    incomplete = write_run(tmp_path / "other", "20261122T111111Z-lab1", complete=False)
+    assert main(["report", str(incomplete), "--out-dir", str(tmp_path / "r")]) == 2
+    assert "incomplete (no run.json" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
+
+
+def test_unknown_notebook_is_a_one_line_error(two_runtime_run, capsys, tmp_path):
+    data, _ = two_runtime_run
+    assert main(["report", "--data-dir", str(data), "--out-dir", str(tmp_path / "r"), "--notebooks", "overview,nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --notebooks: no notebook ") and "nope.ipynb" in err and "available: " in err
+    assert main(["report", "--data-dir", str(data), "--notebooks", "overview,overview"]) == 2
+    assert "listed twice" in capsys.readouterr().err
+
+
+def test_help_lists_report(capsys):
+    with pytest.raises(SystemExit):
+        main(["report", "--help"])
+    out = capsys.readouterr().out
+    for option in ("--data-dir", "--out-dir", "--notebooks", "--notebook-dir", "--kernel"):
+        assert option in out
+
+
+# -- the real notebooks on an edge-case run ---------------------------------------------------
+
+def test_real_notebooks_on_a_one_runtime_run_without_echo(tokio_only_run, tmp_path):
+    """All four notebooks run on a run with only Tokio data and no echo rows, and say so."""
+    data, run_id = tokio_only_run
+    lines: list[str] = []
+    index = report.build_report(run_id, data_dir=data, out_dir=tmp_path / "reports", progress=lines.append)
+    folder = index.parent
+    assert [line for line in lines if line.startswith("==>")] == [f"==> [report] {n}.ipynb" for n in report.NOTEBOOKS]
+    pages = {name: (folder / f"{name}.html").read_text() for name in report.NOTEBOOKS}
+    for name, page in pages.items():
+        assert not STDERR_OUTPUT.search(page), name
+        assert "Traceback" not in page, name
+        assert not EXTERNAL.search(page), name
+    assert "data for Tokio only" in pages["overview"]
+    assert "No echo suite in this run" in pages["echo"]
+    assert "Only one complete run" in pages["history"]
+    assert pages["overview"].count('src="data:image/png;base64,') == 2  # forest plot and allocations
+    assert pages["distributions"].count('src="data:image/png;base64,') == 2 * 5  # 5 tiers x 2 figures
+    assert "This run has data for Tokio only" in index.read_text()
