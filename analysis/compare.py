@@ -61,8 +61,11 @@ VERDICTS = ("win", "loss", "tie", "inconclusive")
 #: comparison is below DRIFT_FDR (without the FDR step ~1% of invocations would be flagged by chance).
 DRIFT_ALPHA = 0.01
 DRIFT_FDR = 0.05
-#: A first iteration more than this many robust SDs from the median of the rest is flagged.
+#: A first iteration is flagged when it lies outside the range of the other iterations and
+#: further from their median than OUTLIER_MADS robust SDs (normal-consistent MAD) and than
+#: OUTLIER_RELATIVE of that median (a floor for very quiet benchmarks, where MAD is tiny).
 OUTLIER_MADS = 5.0
+OUTLIER_RELATIVE = 0.10
 
 
 def _key_of(frame: pd.DataFrame) -> list[tuple]:
@@ -144,9 +147,11 @@ def describe_invocations(rows: pd.DataFrame) -> list[dict[str, Any]]:
                 res = st.kendalltau(group["iteration"].to_numpy(), values)
                 tau, pvalue = float(res.statistic), float(res.pvalue)
             rest = values[1:]
-            mad = float(st.median_abs_deviation(rest, scale="normal"))
-            spread = mad if mad > 0 else 0.01 * float(np.median(rest))
-            outlier = bool(abs(values[0] - np.median(rest)) > OUTLIER_MADS * spread)
+            centre = float(np.median(rest))
+            spread = max(OUTLIER_MADS * float(st.median_abs_deviation(rest, scale="normal")),
+                         OUTLIER_RELATIVE * centre)
+            outside = values[0] > rest.max() or values[0] < rest.min()
+            outlier = bool(outside and abs(values[0] - centre) > spread)
         out.append({"invocation": int(invocation), "n": int(values.size),
                     "median_ns_per_op": float(np.median(values)), "mean_ns_per_op": float(values.mean()),
                     "min_ns_per_op": float(values.min()), "max_ns_per_op": float(values.max()),
@@ -375,13 +380,18 @@ ECHO_COLUMNS = ["suite", "tier", "benchmark", "param", "label", "runtime", "role
                 "avg_ratio", "avg_ratio_ci_low", "avg_ratio_ci_high", "p99_ratio"]
 
 
-def echo_table(comparison: Comparison) -> pd.DataFrame:
+def echo_table(comparison: "Comparison | Run | str") -> pd.DataFrame:
     """Echo suite per batch: one row per echo benchmark x runtime (ns per whole batch).
+
+    Takes a Comparison (cheap: already computed), or a Run / run spec (compared with the
+    default baseline and candidate first).
 
     `avg_ratio` (with its bootstrap CI) and `p99_ratio` are baseline / this runtime, like
     every ratio here (> 1: faster than the baseline); they are 1 on the baseline's own rows
     and NaN where there is nothing to compare.
     """
+    if not isinstance(comparison, Comparison):
+        return compare(comparison).echo
     sides = comparison.runtimes
     echo = sides[sides["suite"] == "echo"]
     # candidate row first within each benchmark, as in the main table's column order

@@ -7,8 +7,8 @@ Each check returns rows of `Comparison.diagnostics` (level `warning` or `info`):
   multiple of 1000 (a microsecond clock) — per-op times are then multiples of a step;
 - drift: within an invocation, Kendall tau of elapsed vs iteration with p < 0.01 and a
   Benjamini-Hochberg q < 0.05 across all invocations compared (a trend: warm-up or thermal
-  drift left in the samples), or a first iteration more than
-  OUTLIER_MADS robust SDs away from the median of the rest;
+  drift left in the samples), or a first iteration outside the range of the rest and more than
+  max(OUTLIER_MADS robust SDs, OUTLIER_RELATIVE x median) away from their median;
 - machine / build_mode: the two sides' meta.json machine blocks differ, or a side's
   build_mode does not look like a release build;
 - oversubscribed: fewer logical cores than num_workers, so Tier 3-4 timings may be bimodal;

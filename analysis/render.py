@@ -236,11 +236,22 @@ def preamble(comparison: "Comparison") -> list[str]:
 
 
 def diagnostic_lines(comparison: "Comparison", color: bool) -> list[str]:
-    lines = []
+    """Warnings one per line; informational notes grouped into one line per kind."""
+    lines: list[str] = []
+    notes: dict[str, list[str]] = {}
     for d in comparison.diagnostics.to_dict("records"):
         where = schema.bench_label(d["benchmark"], d["param"]) if isinstance(d["benchmark"], str) else "run"
         who = f" [{schema.display_name(d['runtime'])}]" if isinstance(d["runtime"], str) else ""
-        lines.append(paint(f"{d['level']}: {where}{who}: {d['message']}", "warning" if d["level"] == "warning" else None, color))
+        if d["level"] == "warning":
+            lines.append(paint(f"warning: {where}{who}: {d['message']}", "warning", color))
+        else:
+            notes.setdefault(d["code"], []).append(f"{where}{who}" if d["code"] != "invocation_effect"
+                                                   else f"{where}{who} ({d['message'].split(' of the')[0]})")
+    titles = {"alloc_varies": "allocation differs between iterations in",
+              "invocation_effect": "most variance is between invocations in",
+              "not_compared": "not compared (one side missing):"}
+    for code, places in notes.items():
+        lines.append(f"note: {titles.get(code, code)} {', '.join(places)}")
     return lines
 
 
