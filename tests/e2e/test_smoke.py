@@ -1,0 +1,136 @@
+"""End-to-end smoke: the real benchmark programs (quick profile), compare in every format, and
+the report, in a temporary data folder. Nothing here depends on which benchmarks the Zig program
+has implemented so far beyond the Tier 0 controls."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from pathlib import Path
+
+from analysis.schema import CSV_COLUMNS
+
+NOTEBOOKS = ("overview", "distributions", "echo", "history")
+CONTROLS = ("floor_cas_store", "floor_fetch_add")
+TOP_FIELDS = {"run_id", "baseline", "candidate", "tie_band", "confidence", "benchmarks", "summary"}
+BENCH_FIELDS = {"suite", "tier", "benchmark", "param", "ns_per_op", "ns_per_op_ci", "ratio", "ratio_ci",
+                "p_value", "q_value", "verdict", "bytes_per_op", "allocs_per_op"}
+ECHO_FIELDS = {"avg_ns", "min_ns", "p75_ns", "p99_ns", "max_ns"}
+EXTERNAL = re.compile(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//|url\(\s*["']?(?:https?:)?//""", re.I)
+IMG_SRC = re.compile(r"<img\b[^>]*?\bsrc\s*=\s*[\"']([^\"']*)[\"']", re.I)
+HREF = re.compile(r"<a\b[^>]*?\bhref\s*=\s*[\"']([^\"']*)[\"']", re.I)
+STDERR_OUTPUT = re.compile(r"<div[^>]*data-mime-type=\"application/vnd\.jupyter\.stderr\"")
+
+
+def test_bench_records_a_complete_quick_run(pipeline):
+    pipeline.require("bench")
+    run = pipeline.run_dir
+    names = {p.name for p in run.iterdir()}
+    assert {"run.json", "ampere.csv", "tokio.csv", "ampere.meta.json", "tokio.meta.json"} <= names
+    info = json.loads((run / "run.json").read_text())
+    assert (info["status"], info["profile"], sorted(info["suites"]), info["invocations"]) == (
+        "complete", "quick", ["echo", "micro"], 2)
+    for runtime in ("ampere", "tokio"):
+        with open(run / f"{runtime}.csv", newline="") as handle:
+            rows = list(csv.DictReader(handle))
+        assert rows and list(rows[0]) == list(CSV_COLUMNS)
+        assert {r["invocation"] for r in rows} == {"0", "1"}
+        assert set(CONTROLS) <= {r["benchmark"] for r in rows if r["tier"] == "0" and r["suite"] == "micro"}
+    assert "run complete:" in pipeline.bench.stdout
+
+
+def test_compare_json_has_the_contract_fields(pipeline):
+    pipeline.require("bench", "compare")
+    doc = json.loads(pipeline.compare["json"].stdout)
+    assert TOP_FIELDS <= set(doc)
+    assert (doc["run_id"], doc["baseline"], doc["candidate"]) == (pipeline.run_dir.name, "tokio", "ampere")
+    assert doc["benchmarks"], "no benchmarks in the comparison"
+    for entry in doc["benchmarks"]:
+        assert BENCH_FIELDS <= set(entry), BENCH_FIELDS - set(entry)
+        if entry["suite"] == "echo":
+            assert ECHO_FIELDS <= set(entry), ECHO_FIELDS - set(entry)
+    controls = {e["benchmark"]: e for e in doc["benchmarks"] if e["suite"] == "micro" and e["tier"] == 0}
+    assert set(CONTROLS) <= set(controls)
+    for name in CONTROLS:
+        entry = controls[name]
+        assert set(entry["ns_per_op"]) == {"ampere", "tokio"}, f"{name} must run on both sides"
+        assert entry["ratio"] > 0 and len(entry["ratio_ci"]) == 2
+        assert entry["verdict"] in {"win", "loss", "tie", "inconclusive"}
+    summary = doc["summary"]
+    assert {"counts", "geomean_ratio", "geomean_ratio_ci"} <= set(summary)
+
+
+def test_compare_csv_markdown_and_table_parse(pipeline):
+    pipeline.require("bench", "compare")
+    count = len(json.loads(pipeline.compare["json"].stdout)["benchmarks"])
+    rows = list(csv.DictReader(io.StringIO(pipeline.compare["csv"].stdout)))
+    assert len(rows) == count
+    assert {"suite", "tier", "benchmark", "param", "ratio", "verdict"} <= set(rows[0])
+    assert {r["benchmark"] for r in rows} >= set(CONTROLS)
+    markdown = pipeline.compare["markdown"].stdout
+    tables = re.findall(r"^\| Benchmark \|.*\n\|[-:|]+\|\n((?:\|.*\|\n)+)", markdown, re.M)
+    assert tables and sum(len(t.splitlines()) for t in tables) >= count
+    assert "### Tier 0 — controls (must tie)" in markdown
+    table = pipeline.compare["table"].stdout
+    lines = table.splitlines()
+    assert any(line.startswith("┌") for line in lines) and any(line.startswith("└") for line in lines)
+    assert "Tier 0 — controls (must tie)" in table
+    assert all(name in table for name in CONTROLS)
+    assert "\x1b[" not in table
+
+
+def test_report_writes_every_page_and_prints_the_index_last(pipeline):
+    pipeline.require("bench", "report")
+    out = pipeline.report.stdout.splitlines()
+    folder = pipeline.report_dir
+    assert Path(out[-1]).resolve() == (folder / "index.html").resolve()
+    assert [line for line in out if line.startswith("==> [report] ") and line.endswith(".ipynb")] == [
+        f"==> [report] {name}.ipynb" for name in NOTEBOOKS]
+    for name in NOTEBOOKS:
+        assert (folder / f"{name}.html").stat().st_size > 0
+        assert (folder / f"{name}.ipynb").stat().st_size > 0
+    assert not [p.name for p in folder.iterdir() if p.name.startswith(".") or ".failed." in p.name]
+
+
+def test_report_pages_are_self_contained(pipeline):
+    pipeline.require("bench", "report")
+    folder = pipeline.report_dir
+    for page in ["index.html"] + [f"{name}.html" for name in NOTEBOOKS]:
+        text = (folder / page).read_text(encoding="utf-8")
+        assert not EXTERNAL.search(text), f"{page}: external resource {EXTERNAL.search(text).group(0)!r}"
+        assert "<script src" not in text and "<link rel=\"stylesheet\"" not in text, page
+        images = IMG_SRC.findall(text)
+        assert all(src.startswith("data:image/") for src in images), page
+        assert not STDERR_OUTPUT.search(text), f"{page}: error or stderr output in the report"
+        assert "Traceback" not in text, page
+        if page != "index.html":
+            assert images, f"{page}: no figures"
+
+
+def test_report_contents_name_the_run(pipeline):
+    pipeline.require("bench", "report")
+    folder = pipeline.report_dir
+    run_id = pipeline.run_dir.name
+    index = (folder / "index.html").read_text(encoding="utf-8")
+    assert run_id in index and "quick" in index
+    for name in NOTEBOOKS:
+        assert f'href="{name}.html"' in index
+    overview = (folder / "overview.html").read_text(encoding="utf-8")
+    assert run_id in overview and "Tier 0 — controls (must tie)" in overview
+    assert "logical cores" in overview
+    echo = (folder / "echo.html").read_text(encoding="utf-8")
+    assert "No echo suite in this run" not in echo  # the quick run has the echo suite
+    history = (folder / "history.html").read_text(encoding="utf-8")
+    assert "Only one complete run of the quick profile" in history
+
+
+def test_index_links_resolve(pipeline):
+    pipeline.require("bench", "report")
+    folder = pipeline.report_dir
+    links = HREF.findall((folder / "index.html").read_text(encoding="utf-8"))
+    assert len(links) == 2 * len(NOTEBOOKS)
+    for href in links:
+        assert not re.match(r"[a-z]+:", href), href
+        assert (folder / href).is_file(), href
