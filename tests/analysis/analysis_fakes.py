@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
 import sys
 from pathlib import Path
 from typing import Iterable
@@ -192,3 +193,9 @@ def cli_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FAKE_", "AMPERE_DATA_DIR", "NO_COLOR"))}
     env.update(extra)
     return env
+
+
+def run_cli_subprocess(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run `python -m analysis ...` in a fresh interpreter from the repo root."""
+    return subprocess.run([sys.executable, "-m", "analysis", *map(str, args)], cwd=REPO, env=env or cli_env(),
+                          capture_output=True, text=True, timeout=timeout)

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from analysis.cli import main
-from analysis_fakes import REPO, cli_env, write_run
+from analysis_fakes import write_run
 
 
 @pytest.fixture
@@ -30,9 +28,3 @@ def cli(capsys):
         return code, captured.out, captured.err
 
     return run
-
-
-def run_cli_subprocess(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    """Run `python -m analysis ...` in a fresh interpreter from the repo root."""
-    return subprocess.run([sys.executable, "-m", "analysis", *map(str, args)], cwd=REPO, env=env or cli_env(),
-                          capture_output=True, text=True, timeout=timeout)

@@ -12,8 +12,7 @@ import pytest
 
 import analysis.bench as bench
 from analysis import compare, load_run
-from analysis_fakes import cli_env, install_fake_bench
-from conftest import run_cli_subprocess
+from analysis_fakes import cli_env, install_fake_bench, run_cli_subprocess
 
 
 @pytest.fixture

@@ -13,8 +13,7 @@ import pandas as pd
 import pytest
 
 from analysis.render import ANSI, use_color
-from analysis_fakes import REPO, cli_env, write_run
-from conftest import run_cli_subprocess
+from analysis_fakes import REPO, cli_env, write_run, run_cli_subprocess
 
 REQUIRED_TOP = {"run_id", "baseline", "candidate", "tie_band", "confidence", "benchmarks", "summary"}
 REQUIRED_BENCH = {"suite", "tier", "benchmark", "param", "ns_per_op", "ns_per_op_ci", "ratio", "ratio_ci",
