@@ -12,7 +12,8 @@ Each check returns rows of `Comparison.diagnostics` (level `warning` or `info`):
 - machine / build_mode: the two sides' meta.json machine blocks differ, or a side's
   build_mode does not look like a release build;
 - oversubscribed: fewer logical cores than num_workers, so Tier 3-4 timings may be bimodal;
-- control_not_tie: a Tier 0 control is not a tie, so the two harnesses differ;
+- control_not_tie: a Tier 0 control is a win or loss (the two harnesses differ) or
+  inconclusive (the measurement cannot resolve the tie band);
 - missing_meta, not_compared, alloc_varies, invocation_effect (informational).
 """
 
@@ -142,10 +143,14 @@ def check_controls(benchmarks: pd.DataFrame) -> list[dict[str, Any]]:
     out = []
     controls = benchmarks[(benchmarks["suite"] == "micro") & (benchmarks["tier"] == 0) & benchmarks["compared"]]
     for row in controls.to_dict("records"):
-        if row["verdict"] != "tie":
+        if row["verdict"] in ("win", "loss"):
             out.append(_row("warning", "control_not_tie",
-                            f"control is {row['verdict']}, not a tie ({row['verdict_reason']}): the two harnesses "
+                            f"control is a {row['verdict']}, not a tie ({row['verdict_reason']}): the two harnesses "
                             "differ (timer, loop overhead, build flags) and every other row is suspect", _ident(row)))
+        elif row["verdict"] == "inconclusive":
+            out.append(_row("warning", "control_not_tie",
+                            f"control not shown to tie ({row['verdict_reason']}): the measurement cannot resolve "
+                            "the tie band here; more invocations or iterations are needed", _ident(row)))
     return out
 
 

@@ -107,6 +107,15 @@ def winner(verdict: Any, ratio: Any, baseline: str, candidate: str) -> str:
     return "—"
 
 
+def diff_words(verdict: Any, ratio: Any) -> str:
+    """Winner column of `diff`: B against A."""
+    if verdict == "win":
+        return f"improved {ratio:.2f}x"
+    if verdict == "loss":
+        return f"REGRESSED {1 / ratio:.2f}x"
+    return {"tie": "same", "inconclusive": "?"}.get(verdict, "—")
+
+
 # -- box table --------------------------------------------------------------------------------
 
 Row = Sequence[str] | str  # a str is a group title spanning the whole width
@@ -179,8 +188,9 @@ def comparison_rows(comparison: "Comparison", color: bool) -> tuple[list[str], l
                              str(int(r[f"{role}_n"])) if _finite(r[f"{role}_n"]) else "—",
                              f"{r[f'{role}_rcv']:.1%}" if _finite(r[f"{role}_rcv"]) else "—"])
         return header, rows
+    diff = "run_a" in comparison.extra
     header = ["Benchmark", cn, bn, f"B/op {cn}", f"B/op {bn}", f"{bn}/{cn} [{comparison.confidence:.0%} CI]",
-              "Verdict", "Winner"]
+              "Verdict", "Change" if diff else "Winner"]
     rows = []
     for title, group in _group_rows(comparison):
         rows.append(title)
@@ -191,7 +201,8 @@ def comparison_rows(comparison: "Comparison", color: bool) -> tuple[list[str], l
                 r["label"], fmt_ns(r["candidate_median_ns_per_op"]), fmt_ns(r["baseline_median_ns_per_op"]),
                 fmt_amount(r["candidate_bytes_per_op"]), fmt_amount(r["baseline_bytes_per_op"]),
                 fmt_ratio_ci(r["ratio"], r["ratio_ci_low"], r["ratio_ci_high"]),
-                paint(verdict or "n/a", style, color), paint(winner(verdict, r["ratio"], b, c), style, color),
+                paint(verdict or "n/a", style, color),
+                paint(diff_words(verdict, r["ratio"]) if diff else winner(verdict, r["ratio"], b, c), style, color),
             ])
     return header, rows
 

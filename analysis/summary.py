@@ -95,8 +95,11 @@ def summary_lines(comparison: "Comparison", summary: dict[str, Any]) -> list[str
                      f"({_times(ta[c], ta[b], 'fewer', 'more')})")
     controls = summary["controls"]
     if controls:
-        bad = {k: v for k, v in controls.items() if v != "tie"}
-        lines.append("controls: all tie (harnesses agree)" if not bad else
-                     "controls: " + ", ".join(f"{k} {v}" for k, v in controls.items())
-                     + " — NOT all ties: the harnesses differ, treat every row with suspicion")
+        listing = ", ".join(f"{k} {v}" for k, v in controls.items())
+        if all(v == "tie" for v in controls.values()):
+            lines.append("controls: all tie (harnesses agree)")
+        elif any(v in ("win", "loss") for v in controls.values()):
+            lines.append(f"controls: {listing} — NOT all ties: the harnesses differ, treat every row with suspicion")
+        else:
+            lines.append(f"controls: {listing} — not all shown to tie: intervals too wide for the tie band")
     return lines

@@ -194,3 +194,16 @@ def test_bad_arguments(data_dir):
         compare("latest", confidence=1.5, data_dir=data_dir)
     with pytest.raises(AnalysisError, match="has no missing data"):
         diff_runs("latest", "latest", "missing", data_dir=data_dir)
+
+
+def test_inconclusive_control_is_reported_as_unresolved_not_as_different_harnesses(tmp_path):
+    rng = np.random.default_rng(9)
+    rows = {rt: rows_for(rt, "micro", 0, "floor_fetch_add", "", 1000,
+                         [4000 * np.exp(rng.normal(0, 0.3, 6)) for _ in range(2)]) for rt in ("ampere", "tokio")}
+    data = tmp_path / "data"
+    write_run(data, rows=rows)
+    result = compare("latest", data_dir=data, n_resamples=FAST)
+    assert result.benchmarks["verdict"].tolist() == ["inconclusive"]
+    message = result.diagnostics.set_index("code").loc["control_not_tie", "message"]
+    assert message.startswith("control not shown to tie") and "harnesses differ" not in message
+    assert result.summary["lines"][-1].endswith("not all shown to tie: intervals too wide for the tie band")
