@@ -207,3 +207,18 @@ def test_inconclusive_control_is_reported_as_unresolved_not_as_different_harness
     message = result.diagnostics.set_index("code").loc["control_not_tie", "message"]
     assert message.startswith("control not shown to tie") and "harnesses differ" not in message
     assert result.summary["lines"][-1].endswith("not all shown to tie: intervals too wide for the tie band")
+
+
+def test_benchmark_history_across_runs(tmp_path, capsys):
+    from analysis import benchmark_history
+
+    data = tmp_path / "data"
+    write_run(data, "20261122T100000Z-lab1", seed=1)
+    write_run(data, "20261122T110000Z-lab1", seed=2, speed={"mutex": 2.0})
+    write_run(data, "20261122T120000Z-lab1", complete=False)
+    history = benchmark_history(data, runtime="ampere")
+    assert set(history["run_id"]) == {"20261122T100000Z-lab1", "20261122T110000Z-lab1"}
+    assert set(history["runtime"]) == {"ampere"}
+    mutex = history[history["benchmark"] == "mutex"].sort_values("run_id")["median_ns_per_op"].tolist()
+    assert mutex[1] / mutex[0] == pytest.approx(2.0, rel=0.05)
+    assert (history["ci_low"] <= history["median_ns_per_op"]).all()

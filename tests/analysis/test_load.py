@@ -201,3 +201,12 @@ def test_cli_error_is_one_line_exit_2(tmp_path, case):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0], done.stderr
     assert "Traceback" not in done.stderr and done.stdout == ""
+
+
+def test_machine_table_without_meta(tmp_path):
+    folder = write_run(tmp_path / "data")
+    (folder / "tokio.meta.json").unlink()
+    run = load_run(str(folder))
+    table = machine_table(run)
+    assert table["tokio"].isna().all() and not table.loc["machine.cpu_model", "same"]
+    assert run.constants == {"num_workers": 4, "iterations": 10}
