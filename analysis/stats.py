@@ -17,7 +17,8 @@ Methods (each with the reason; see analysis/README.md for the longer version)
   the binomial distribution (scipy.stats.quantile_test(...).confidence_interval), equal-tailed,
   exact ranks. When n is too small for the requested confidence the missing side falls back
   to the sample minimum / maximum and the result is flagged `widest` with its true coverage.
-- `ratio_ci`: bootstrap CI of a ratio of statistics (median or mean).
+- `ratio_cis` / `ratio_ci`: bootstrap CI of a ratio of statistics (median, mean); one
+  resampling of each side serves every statistic requested.
   * both samples have >= 2 invocations: two-stage (hierarchical) bootstrap — resample the
     invocations with replacement, then the iterations within each drawn invocation — and a
     percentile interval on the log ratio. Invocations are the experimental unit that machine
@@ -31,9 +32,11 @@ Methods (each with the reason; see analysis/README.md for the longer version)
 - `hodges_lehmann`: median of all pairwise differences of log times, with the Moses interval
   whose ranks come from the exact Mann-Whitney null distribution (m*n <= 2500) or its normal
   approximation.
-- `cliffs_delta`: from scipy's Mann-Whitney U1: delta = 2*U1/(m*n) - 1.
+- `rank_test`: Mann-Whitney U two-sided p-value (scipy) and Cliff's delta from the same U1:
+  delta = 2*U1/(m*n) - 1. `bh_qvalues`: Benjamini-Hochberg (scipy false_discovery_control).
 - `variance_components`: one-way random-effects ANOVA (method of moments) on log ns/op.
 - `verdict`: symmetric tie band on the log scale: [1/(1+band), 1+band].
+- `geometric_mean_ci`: geometric mean of ratios with an interval from the per-benchmark log CIs.
 """
 
 from __future__ import annotations
