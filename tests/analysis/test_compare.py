@@ -10,7 +10,7 @@ import pytest
 
 from analysis import compare, diff_runs, echo_table, load_run
 from analysis.compare import BENCHMARK_COLUMNS, ECHO_COLUMNS, RUNTIME_COLUMNS
-from analysis_fakes import meta_for, rows_for, run_json, standard_rows, write_run
+from analysis_fakes import meta_for, rows_for, standard_rows, write_run
 
 FAST = 400  # resamples for tests that do not look at interval values
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from analysis import load_run, machine_table, read_bench_csv, run_history
 from analysis.errors import AnalysisError, DataError
 from analysis.schema import CSV_COLUMNS
-from analysis_fakes import meta_for, rows_for, run_json, standard_rows, write_csv, write_run, run_cli_subprocess
+from analysis_fakes import meta_for, rows_for, run_cli_subprocess, write_run
 
 HEADER = ",".join(CSV_COLUMNS)
 GOOD = ["ampere,0,micro,1,mutex,,0,1000,12000,0,0", "ampere,0,micro,1,mutex,,1,1000,12100,0,0"]
