@@ -64,12 +64,17 @@ pub fn build(b: *std.Build) void {
 
     // -- comparison (both runtimes, statistics in Python) -------------------------------
     const python = b.option([]const u8, "python", "Python interpreter with the analysis package") orelse ".venv/bin/python";
+    const cargo_build = b.addSystemCommand(&.{ "cargo", "build", "--release", "--quiet", "--manifest-path", "rust_bench/Cargo.toml" });
+    cargo_build.setCwd(b.path("."));
+    cargo_build.has_side_effects = true;
     const compare = b.addSystemCommand(&.{ python, "-m", "analysis", "bench", "--compare" });
+    compare.setCwd(b.path("."));
     compare.step.dependOn(&install_bench.step);
+    compare.step.dependOn(&cargo_build.step);
     if (b.args) |args| compare.addArgs(args);
     compare.stdio = .inherit;
     compare.has_side_effects = true;
-    b.step("compare", "Run both benchmarks and print the comparison table").dependOn(&compare.step);
+    b.step("compare", "Run both benchmarks (alternating invocations, new run folder) and print the comparison table").dependOn(&compare.step);
 }
 
 fn addRuntimeTests(
