@@ -503,7 +503,7 @@ def _right_labels(ax: Any, labels: list[tuple[float, str, str]]) -> None:
     twin.set_ylabel(f"ratio [CI] and verdict")
 
 
-def _runtime_label(cmp: "Comparison", role: str) -> str:
+def _runtime_label(cmp: Any, role: str) -> str:
     return schema.display_name(cmp.candidate if role == "candidate" else cmp.baseline)
 
 
@@ -624,10 +624,28 @@ def _grid(n_panels: int, title: str) -> tuple[Figure, list[Any]]:
     return fig, axes[:n_panels]
 
 
-def _runtimes_in(cmp: "Comparison", data: pd.DataFrame) -> list[tuple[str, str]]:
+@dataclass(frozen=True)
+class Sides:
+    """Which runtime is the baseline and which the candidate (what the grids need of a comparison)."""
+
+    baseline: str = "tokio"
+    candidate: str = "ampere"
+
+
+def _runtimes_in(sides: Any, data: pd.DataFrame) -> list[tuple[str, str]]:
     """(role, runtime) of the runtimes present in data, candidate first."""
     present = set(data["runtime"])
-    return [(role, rt) for role, rt in (("candidate", cmp.candidate), ("baseline", cmp.baseline)) if rt in present]
+    return [(role, rt) for role, rt in (("candidate", sides.candidate), ("baseline", sides.baseline)) if rt in present]
+
+
+def benchmark_rows(run: "Run") -> pd.DataFrame:
+    """One row per benchmark of a run (suite, tier, benchmark, param, label), without statistics.
+
+    For the pages that plot raw iterations and need no comparison (`groups(benchmark_rows(run))`).
+    """
+    keys = run.data[list(schema.BENCH_KEY)].drop_duplicates()
+    keys = keys.assign(label=[schema.bench_label(b, p) for b, p in zip(keys["benchmark"], keys["param"])])
+    return keys.reset_index(drop=True)
 
 
 def _bench_rows(run: "Run", title_rows: pd.DataFrame) -> list[tuple[dict, pd.DataFrame]]:
@@ -639,12 +657,14 @@ def _bench_rows(run: "Run", title_rows: pd.DataFrame) -> list[tuple[dict, pd.Dat
     return out
 
 
-def ecdf_grid(run: "Run", cmp: "Comparison", title: str, rows: pd.DataFrame) -> Figure:
+def ecdf_grid(run: "Run", title: str, rows: pd.DataFrame, baseline: str = "tokio",
+              candidate: str = "ampere") -> Figure:
     """Small multiples: per benchmark, the ECDF of per-iteration ns/op of each runtime.
 
     Every measured iteration of every invocation is one step; two curves that lie on top of
     each other mean the same distribution; a curve to the left is faster.
     """
+    cmp = Sides(baseline, candidate)
     panels = _bench_rows(run, rows)
     fig, axes = _grid(len(panels), f"{title}: distribution of time per operation (every measured iteration)")
     for ax, (r, data) in zip(axes, panels):
@@ -660,8 +680,10 @@ def ecdf_grid(run: "Run", cmp: "Comparison", title: str, rows: pd.DataFrame) -> 
     return fig
 
 
-def run_sequence_grid(run: "Run", cmp: "Comparison", title: str, rows: pd.DataFrame) -> Figure:
+def run_sequence_grid(run: "Run", title: str, rows: pd.DataFrame, baseline: str = "tokio",
+                      candidate: str = "ampere") -> Figure:
     """Small multiples: ns/op vs iteration, one line per runtime and invocation (drift, warm-up)."""
+    cmp = Sides(baseline, candidate)
     panels = _bench_rows(run, rows)
     fig, axes = _grid(len(panels), f"{title}: time per operation in measurement order (one line per invocation)")
     invocations: set[int] = set()
@@ -685,7 +707,7 @@ def run_sequence_grid(run: "Run", cmp: "Comparison", title: str, rows: pd.DataFr
     return fig
 
 
-def _role_legend(fig: Figure, cmp: "Comparison", roles: Sequence[str], kind: str = "patch") -> None:
+def _role_legend(fig: Figure, cmp: Any, roles: Sequence[str], kind: str = "patch") -> None:
     if kind == "line":
         handles = [Line2D([], [], color=ROLE_COLORS[r], linewidth=2, label=_runtime_label(cmp, r)) for r in roles]
     else:
@@ -1032,7 +1054,7 @@ def figure_texts(fig: Figure) -> dict[str, Any]:
 
 
 __all__ = [
-    "ECHO_FAMILIES", "History", "Notes", "ROLE_COLORS", "VERDICT_COLORS", "alloc_plot", "controls_sentence",
+    "ECHO_FAMILIES", "History", "Notes", "ROLE_COLORS", "Sides", "benchmark_rows", "VERDICT_COLORS", "alloc_plot", "controls_sentence",
     "counts_sentence", "diagnostics_table", "display_name", "echo_batch_plot", "echo_ratio_table", "echo_sweep_plot",
     "ecdf_grid", "fairness_display", "figure_texts", "fmt_bytes", "forest_plot", "geomean_sentence", "groups",
     "has_echo", "headline_sentences", "history_data", "history_plot", "machine_display", "machine_sentences",
