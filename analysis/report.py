@@ -4,8 +4,9 @@
                               [--notebooks overview,distributions,echo,history]
 
 Steps
-1. Load and validate the run (`latest` by default) with the analysis loader: a bad run id or a
-   folder that is not a complete run is a one-line `error:` (exit 2), before anything runs.
+1. Load and validate the run (`latest` by default) with the analysis loader, and check the
+   options (notebook names, kernel, runtimes): a bad run id, a folder that is not a complete
+   run or a bad option is a one-line `error:` (exit 2), before any notebook runs.
 2. For each notebook of notebooks/ (in the order given), print `==> [report] <name>.ipynb`,
    execute it with papermill in a kernel of this interpreter, with the parameters
    data_dir / run_id (pinned to the resolved run, never `latest`) / baseline / candidate /
@@ -13,8 +14,9 @@ Steps
    `<out>/<run_id>/<name>.html`: code cells hidden, images embedded as data: URIs, and no
    external resource at all (the lab template without require.js, MathJax, mermaid or widget
    scripts), so a report opens offline and can be mailed as one file.
-3. Write `<out>/<run_id>/index.html`: the run's summary (id, date, machine, verdict counts,
-   geometric mean ratio in words) and a link to every report; print its path as the last line.
+3. Compare the run once more in this process (analysis.compare, same options) and write
+   `<out>/<run_id>/index.html`: the run's summary (id, date, machine, verdict counts, geometric
+   mean ratio in words) and a link to every report; print its path as the last line.
 
 Every file is written under a temporary name in the same folder and renamed into place
 (papermill writes its progress to a temporary `.ipynb`; it becomes `<name>.ipynb` only when
@@ -174,6 +176,16 @@ def pick_kernel(register: bool = True) -> str:
     return KERNEL_NAME
 
 
+def check_kernel(name: str) -> str:
+    """`name` if a kernel spec of that name exists, else a one-line AnalysisError."""
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    known = KernelSpecManager().find_kernel_specs()
+    if name not in known:
+        raise AnalysisError(f"--kernel {name}: no such Jupyter kernel (installed: {', '.join(sorted(known)) or 'none'})")
+    return name
+
+
 def kernel_manager_class(log_path: Path) -> type:
     """An AsyncKernelManager that starts the kernel with our environment and a log file."""
     from jupyter_client import AsyncKernelManager
@@ -219,13 +231,26 @@ def execute_notebook(source: Path, target: Path, parameters: dict[str, Any], ker
                      log_path: Path) -> None:
     """Run `source` with papermill into `target` (atomically); NotebookFailed on any failure."""
     import papermill
-    from papermill.exceptions import PapermillExecutionError
 
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=".ipynb", dir=target.parent)
     os.close(fd)
     tmp = Path(tmp_name)
     failed = target.with_name(f"{target.stem}.failed.ipynb")
+    try:
+        _execute(papermill, source, tmp, target, failed, parameters, kernel, cwd, log_path)
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink()  # still there only when interrupted: never leave a half-written notebook
+    with contextlib.suppress(OSError):
+        failed.unlink()
+
+
+def _execute(papermill: Any, source: Path, tmp: Path, target: Path, failed: Path, parameters: dict[str, Any],
+             kernel: str, cwd: Path, log_path: Path) -> None:
+    """papermill into `tmp`, then rename to `target`; on failure `tmp` becomes `failed`."""
+    from papermill.exceptions import PapermillExecutionError
+
     shown = display_path(source)
     try:
         papermill.execute_notebook(
@@ -249,8 +274,6 @@ def execute_notebook(source: Path, target: Path, parameters: dict[str, Any], ker
                              f"(kernel log: {display_path(log_path)})") from None
     os.chmod(tmp, 0o666 & ~_umask())
     os.replace(tmp, target)
-    with contextlib.suppress(OSError):
-        failed.unlink()
 
 
 def html_exporter() -> Any:
@@ -411,11 +434,15 @@ def build_report(run_spec: str = "latest", data_dir: str | Path | None = None, o
     from .load import load_run
 
     run = load_run(run_spec, data_dir)
-    cmp = compare(run, baseline=baseline, candidate=candidate, tie_band=tie_band, confidence=confidence)
+    if baseline == candidate:
+        raise AnalysisError(f"baseline and candidate are both {baseline!r}")
+    if not {baseline, candidate} & set(run.runtimes):
+        raise AnalysisError(f"run {run.run_id} has no {baseline} or {candidate} data "
+                            f"(runtimes: {', '.join(run.runtimes)})")
+    kernel = check_kernel(kernel) if kernel else pick_kernel()
     nb_data_dir, nb_run_id = _notebook_target(run, data_dir)
     target = Path(out_dir) / run.run_id
     target.mkdir(parents=True, exist_ok=True)
-    kernel = kernel or pick_kernel()
     parameters = {"data_dir": nb_data_dir, "run_id": nb_run_id, "baseline": baseline, "candidate": candidate,
                   "tie_band": float(tie_band), "confidence": float(confidence)}
     pages: list[Page] = []
@@ -430,6 +457,7 @@ def build_report(run_spec: str = "latest", data_dir: str | Path | None = None, o
         export_html(executed, page)
         pages.append(Page(name=name, html=page, notebook=executed, seconds=time.monotonic() - started))
         progress(f"    {display_path(page)} ({pages[-1].seconds:.1f} s)")
+    cmp = compare(run, baseline=baseline, candidate=candidate, tie_band=tie_band, confidence=confidence)
     index = target / "index.html"
     write_text_atomic(index, index_html(run, cmp, pages, command))
     return index

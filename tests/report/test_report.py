@@ -200,6 +200,13 @@ def test_unknown_notebook_is_a_one_line_error(two_runtime_run, capsys, tmp_path)
     assert err.startswith("error: --notebooks: no notebook ") and "nope.ipynb" in err and "available: " in err
     assert main(["report", "--data-dir", str(data), "--notebooks", "overview,overview"]) == 2
     assert "listed twice" in capsys.readouterr().err
+    assert main(["report", "--data-dir", str(data), "--out-dir", str(tmp_path / "r"), "--kernel", "no-such-kernel"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --kernel no-such-kernel: no such Jupyter kernel (installed: ") and err.count("\n") == 1
+    assert main(["report", "--data-dir", str(data), "--out-dir", str(tmp_path / "r"), "--baseline", "x",
+                 "--candidate", "y"]) == 2
+    assert "has no x or y data (runtimes: ampere, tokio)" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
 
 
 def test_help_lists_report(capsys):
