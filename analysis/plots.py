@@ -236,8 +236,11 @@ def controls_sentence(controls: dict[str, Any]) -> str:
     listed = ", ".join(f"{name} {verdict or 'not compared'}" for name, verdict in controls.items())
     if all(v == "tie" for v in controls.values()):
         return f"Tier 0 controls (identical code on both sides) all tie ({listed}): the two harnesses agree."
-    return (f"Tier 0 controls (identical code on both sides) are not all ties ({listed}): the two harnesses "
-            "may differ (timer, loop overhead, build flags), so treat every other row with suspicion.")
+    if any(v in ("win", "loss") for v in controls.values()):
+        return (f"Tier 0 controls (identical code on both sides) are not all ties ({listed}): the two harnesses "
+                "differ (timer, loop overhead, build flags), so treat every other row with suspicion.")
+    return (f"Tier 0 controls (identical code on both sides) are not all shown to tie ({listed}): their intervals "
+            "are too wide for the tie band; more invocations or iterations are needed to confirm the harnesses agree.")
 
 
 def headline_sentences(cmp: "Comparison") -> list[str]:

@@ -287,6 +287,15 @@ def test_ratio_words_turn_the_interval_with_the_ratio():
     assert "no geometric mean" in plots.geomean_sentence({"geomean_n": 0}, "ampere", "tokio", 0.95)
 
 
+def test_controls_sentence_tells_differing_harnesses_from_unresolved_ones():
+    assert "harnesses agree" in plots.controls_sentence({"floor_cas_store": "tie", "floor_fetch_add": "tie"})
+    differ = plots.controls_sentence({"floor_cas_store": "loss", "floor_fetch_add": "tie"})
+    assert "harnesses differ" in differ and "floor_cas_store loss" in differ
+    unresolved = plots.controls_sentence({"floor_cas_store": "inconclusive", "floor_fetch_add": "tie"})
+    assert "not all shown to tie" in unresolved and "differ" not in unresolved
+    assert "no Tier 0 control" in plots.controls_sentence({})
+
+
 def test_headline_of_a_one_runtime_run(tokio_only_run):
     data, _ = tokio_only_run
     _, cmp = comparison(data)
