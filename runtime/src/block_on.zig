@@ -11,6 +11,11 @@ const Parker = @import("Parker.zig");
 
 /// Polls `f` (a pointer to a future) until it is ready and returns its output.
 pub fn blockOnThread(f: anytype) @typeInfo(@TypeOf(f)).pointer.child.Output {
+    return blockOnThreadSpin(f, 0);
+}
+
+/// `blockOnThread`, spinning up to `spin_ns` before each park (see `Parker.parkSpin`).
+pub fn blockOnThreadSpin(f: anytype, spin_ns: u64) @typeInfo(@TypeOf(f)).pointer.child.Output {
     const F = @typeInfo(@TypeOf(f)).pointer.child;
     _ = future.OutputOf(F);
     const parker = Parker.forCurrentThread();
@@ -22,7 +27,7 @@ pub fn blockOnThread(f: anytype) @typeInfo(@TypeOf(f)).pointer.child.Output {
         scope.end();
         switch (result) {
             .ready => |value| return value,
-            .pending => parker.park(),
+            .pending => parker.parkSpin(spin_ns),
         }
     }
 }

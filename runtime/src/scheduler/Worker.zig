@@ -187,17 +187,19 @@ fn park(self: *Worker) void {
     }
 }
 
-/// Sleeps until unparked; the first sleeper to find a pending timer sleeps only until it.
+/// Sleeps until unparked (after spinning up to `spin_before_park_ns`); the first sleeper to
+/// find a pending timer sleeps only until it.
 fn parkOnce(self: *Worker) void {
     const driver = &self.runtime.driver;
+    const spin_ns = self.runtime.options.spin_before_park_ns;
     if (driver.parkTimeoutNs()) |timeout_ns| {
         if (driver.owner.cmpxchgStrong(Driver.no_owner, self.index, .seq_cst, .seq_cst) == null) {
-            if (timeout_ns > 0) _ = self.parker.parkTimeout(timeout_ns);
+            if (timeout_ns > 0) _ = self.parker.parkTimeoutSpin(timeout_ns, spin_ns);
             driver.owner.store(Driver.no_owner, .seq_cst);
             return;
         }
     }
-    self.parker.park();
+    self.parker.parkSpin(spin_ns);
 }
 
 /// After a wake-up: true if the worker should run again, false to go back to sleep.
