@@ -208,7 +208,7 @@ fn Caller(comptime K: type) type {
         allocator: Allocator,
         index: u64,
         reply: Oneshot = Oneshot.init(),
-        phase: enum { start, send, receive } = .start,
+        phase: enum { start, send, receive, done } = .start,
         sending: Channel.SendFuture = undefined,
         receiving: Oneshot.RecvFuture = undefined,
 
@@ -234,14 +234,32 @@ fn Caller(comptime K: type) type {
                     .receive => switch (self.receiving.poll(cx)) {
                         .pending => return .pending,
                         .ready => |result| {
+                            self.phase = .done;
                             const answer = result catch return .{ .ready = false };
                             const ok = self.kind.check(self.index, &answer);
                             K.drop(answer, self.allocator);
                             return .{ .ready = ok };
                         },
                     },
+                    .done => unreachable, // Polled after completion.
                 }
             }
+        }
+
+        /// Unlinks whatever the caller waits on. While sending, the request is taken back and
+        /// its payload freed. While receiving, the echo task holds the request and may still
+        /// reply into `reply`, which lives in this task: the benchmark never aborts callers,
+        /// and at runtime shutdown the echo task is cancelled before it could reply.
+        pub fn cancel(self: *Self) void {
+            switch (self.phase) {
+                .start, .done => {},
+                .send => {
+                    self.sending.cancel();
+                    if (self.sending.takeBack()) |request| K.drop(request.payload, self.allocator);
+                },
+                .receive => self.receiving.cancel(),
+            }
+            self.phase = .done;
         }
     };
 }
