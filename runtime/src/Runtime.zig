@@ -67,6 +67,9 @@ pub const Options = struct {
 };
 
 pub const SpawnError = Allocator.Error || error{Shutdown};
+
+/// The worker type, exposed for the runtime's own tests (hooks, worker fields).
+pub const WorkerForTests = Worker;
 pub const SpawnBlockingError = SpawnError || error{ThreadSpawn};
 
 allocator: Allocator,

@@ -536,3 +536,105 @@ test "tasks returning error unions and over-aligned futures" {
     try testing.expectEqual(@as(u32, 7), try rt.blockOn(OkAwait{ .handle = ok }));
     try testing.expectError(error.Boom, rt.blockOn(OkAwait{ .handle = bad }));
 }
+
+fn sleepMs(ms: u64) u64 {
+    std.Thread.sleep(ms * std.time.ns_per_ms);
+    return ms;
+}
+
+var queued_blocking_runs = std.atomic.Value(u32).init(0);
+
+fn countRun(value: u64) u64 {
+    _ = queued_blocking_runs.fetchAdd(1, .acq_rel);
+    return value;
+}
+
+test "deinit cancels blocking functions that have not started and waits for the running one" {
+    const rt = try Runtime.init(testing.allocator, .{ .workers = 1, .max_blocking_threads = 1 });
+    var running = try rt.spawnBlocking(sleepMs, .{50});
+    while (rt.blocking.liveThreads() == 0) std.Thread.yield() catch {};
+    std.Thread.sleep(5 * std.time.ns_per_ms); // The single thread is inside the first function.
+    var queued: [5]JoinHandle(u64) = undefined;
+    for (&queued, 0..) |*h, i| h.* = try rt.spawnBlocking(countRun, .{i});
+    rt.deinit();
+    try testing.expectEqual(@as(u64, 50), try ampere.blockOnThread(&running));
+    for (&queued) |*h| try testing.expectError(error.Cancelled, ampere.blockOnThread(h));
+    try testing.expectEqual(@as(u32, 0), queued_blocking_runs.load(.acquire));
+}
+
+// -- the timer-owner race (found in review): a registration between a worker reading the next
+// deadline and claiming ownership must not leave the owner asleep until a later deadline.
+
+const OwnerRace = struct {
+    var phase = std.atomic.Value(u32).init(0);
+    var early: time.Driver.TimerEntry = .{};
+    var main_parker: *ampere.Parker = undefined;
+
+    fn waitForOwner1(w: *ampere.Runtime.WorkerForTests) void {
+        var i: u32 = 0;
+        while (w.runtime.driver.owner.load(.seq_cst) != 1 and i < 5_000) : (i += 1) std.Thread.sleep(100 * std.time.ns_per_us);
+    }
+
+    fn hook(w: *ampere.Runtime.WorkerForTests) void {
+        switch (phase.load(.seq_cst)) {
+            // Let worker 1 become the owner of the far timer; worker 0 sleeps without one.
+            1 => if (w.index == 0) {
+                w.runtime.workers[1].parker.unpark();
+                waitForOwner1(w);
+            },
+            // Worker 1, kicked for the 2 s timer, has read "2 s" and not yet claimed ownership:
+            // a 5 ms timer is registered right here.
+            2 => if (w.index == 1) {
+                phase.store(3, .seq_cst);
+                const waker = main_parker.waker();
+                const d = &w.runtime.driver;
+                _ = d.register(&early, d.deadlineMsFor(time.nowNs() + 5 * std.time.ns_per_ms), &waker);
+            },
+            // Worker 0, kicked for the 5 ms timer, is slower than worker 1 to claim ownership.
+            3 => if (w.index == 0) waitForOwner1(w),
+            else => {},
+        }
+    }
+};
+
+test "timer owner race: an earlier timer registered while the owner re-arms fires first" {
+    OwnerRace.main_parker = ampere.Parker.forCurrentThread();
+    const rt = try Runtime.init(testing.allocator, .{ .workers = 2, .spin_before_park_ns = 0 });
+    defer rt.deinit();
+    ampere.Runtime.WorkerForTests.test_hook_before_owner_claim.store(OwnerRace.hook, .release);
+    defer ampere.Runtime.WorkerForTests.test_hook_before_owner_claim.store(null, .release);
+    defer OwnerRace.phase.store(0, .seq_cst);
+    const d = &rt.driver;
+    const noop = Waker.noop();
+    std.Thread.sleep(20 * std.time.ns_per_ms); // Both workers asleep, no timers.
+
+    OwnerRace.phase.store(1, .seq_cst);
+    var far: time.Driver.TimerEntry = .{};
+    _ = d.register(&far, d.deadlineMsFor(time.nowNs() + 3 * std.time.ns_per_s), &noop);
+    defer d.cancel(&far);
+    var waited: u32 = 0;
+    while (d.owner.load(.seq_cst) != 1 and waited < 1_000) : (waited += 1) std.Thread.sleep(std.time.ns_per_ms);
+    try testing.expectEqual(@as(u32, 1), d.owner.load(.seq_cst));
+
+    OwnerRace.phase.store(2, .seq_cst);
+    var mid: time.Driver.TimerEntry = .{};
+    _ = d.register(&mid, d.deadlineMsFor(time.nowNs() + 2 * std.time.ns_per_s), &noop); // Kicks owner 1.
+    defer d.cancel(&mid);
+    defer d.cancel(&OwnerRace.early);
+    while (!OwnerRace.early.fired.load(.acquire) and !mid.fired.load(.acquire)) {
+        _ = OwnerRace.main_parker.parkTimeout(10 * std.time.ns_per_ms);
+    }
+    // Before the fix the owner slept until the 2 s deadline, so both fired together.
+    try testing.expect(OwnerRace.early.fired.load(.acquire));
+    try testing.expect(!mid.fired.load(.acquire));
+}
+
+test "a far-future timer neither hangs the runtime nor delays near ones" {
+    const rt = try newRuntime(2);
+    defer rt.deinit();
+    rt.blockOn(time.sleep(2 * std.time.ns_per_ms));
+    const start = time.nowNs();
+    const picked = rt.blockOn(combinators.select(.{ time.sleep(std.math.maxInt(u64)), time.sleep(5 * std.time.ns_per_ms) }));
+    try testing.expect(picked == .@"1");
+    try testing.expect(time.nowNs() - start >= 5 * std.time.ns_per_ms);
+}

@@ -142,13 +142,15 @@ fn threadMain(self: *BlockingPool, slot_index: usize) void {
     self.mutex.lock();
     defer self.mutex.unlock();
     while (true) {
+        // Shutdown first: functions that have not started are left for the runtime to
+        // cancel, so `deinit` waits only for the ones already running.
+        if (self.shutting_down) break;
         if (self.popLocked()) |task| {
             self.mutex.unlock();
             self.runtime.runBlockingTask(task);
             self.mutex.lock();
             continue;
         }
-        if (self.shutting_down) break;
         self.threads_idle += 1;
         const timed_out = if (self.condition.timedWait(&self.mutex, self.keep_alive_ns)) |_| false else |_| true;
         self.threads_idle -= 1;
@@ -162,8 +164,8 @@ fn threadMain(self: *BlockingPool, slot_index: usize) void {
     self.slots[slot_index].state = .exited;
 }
 
-/// Stops accepting tasks, lets running ones finish, joins every thread. Tasks still queued
-/// stay queued for the runtime to cancel (`popQueued`).
+/// Stops accepting tasks, lets running functions finish, joins every thread. Tasks still
+/// queued are not started: they stay queued for the runtime to cancel (`popQueued`).
 pub fn shutdown(self: *BlockingPool) void {
     {
         self.mutex.lock();

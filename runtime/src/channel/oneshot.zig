@@ -167,7 +167,10 @@ pub fn Oneshot(comptime T: type) type {
                     state = self.state.load(.monotonic);
                     continue;
                 }
-                if (state & closed_bit != 0 and state & (rx_task_set | tx_task_set) == 0) return;
+                // Already closed: nothing left to do. Task bits seen together with `closed` only
+                // exist inside the registering side's own fetchOr..fetchAnd window, and that
+                // side takes its waker back itself — touching it here would consume it twice.
+                if (state & closed_bit != 0) return;
                 if (state & tx_task_set != 0) {
                     // Lock the sender's slot to copy its waker (acquire: its contents).
                     if (self.state.cmpxchgWeak(state, state | locked, .acquire, .monotonic)) |actual| {
@@ -514,6 +517,22 @@ test "oneshot: closed() completes when the receiver closes" {
     try testing.expectEqual(@as(i32, 1), counter.outstanding());
     try ch3.send(2);
     try testing.expectEqual(@as(u32, 2), try ch3.tryRecv());
+}
+
+test "oneshot: closeReceiver is idempotent, also while the sender's closed() registers" {
+    var ch = Oneshot(u32).init();
+    var counter = Waker.Counting{};
+    const waker = counter.waker();
+    defer waker.drop();
+    ch.closeReceiver();
+    ch.closeReceiver();
+    // The sender registers after the close: sees it at once and takes its own waker back.
+    var closed_future = ch.closed();
+    _ = pollWith(&closed_future, &waker).ready;
+    ch.closeReceiver();
+    try testing.expectEqual(@as(u32, 0), counter.wakeCount());
+    try testing.expectEqual(@as(i32, 1), counter.outstanding());
+    try testing.expectError(error.Closed, ch.send(3));
 }
 
 test "oneshot: the receiver and the sender both waiting, receiver closes" {

@@ -20,6 +20,7 @@
 //! The LIFO slot, `tick` and `is_searching` are touched only by the owning thread.
 
 const std = @import("std");
+const builtin = @import("builtin");
 const assert = std.debug.assert;
 const Header = @import("../task/Header.zig");
 const LocalQueue = @import("LocalQueue.zig");
@@ -32,6 +33,11 @@ const Runtime = @import("../Runtime.zig");
 const Worker = @This();
 
 pub const lifo_polls_max: u32 = 3;
+
+/// Tests only (compiled out otherwise): runs between reading the next timer deadline and
+/// claiming timer ownership in `parkOnce`, so a test can put a registration in that window.
+pub var test_hook_before_owner_claim: if (builtin.is_test) std.atomic.Value(?*const fn (*Worker) void) else void =
+    if (builtin.is_test) .init(null) else {};
 
 local: LocalQueue = .{},
 runtime: *Runtime,
@@ -192,8 +198,14 @@ fn park(self: *Worker) void {
 fn parkOnce(self: *Worker) void {
     const driver = &self.runtime.driver;
     const spin_ns = self.runtime.options.spin_before_park_ns;
-    if (driver.parkTimeoutNs()) |timeout_ns| {
+    if (driver.parkTimeoutNs() != null) {
+        if (builtin.is_test) if (test_hook_before_owner_claim.load(.acquire)) |hook| hook(self);
         if (driver.owner.cmpxchgStrong(Driver.no_owner, self.index, .seq_cst, .seq_cst) == null) {
+            // Read the deadline again *after* becoming the owner: a registration that stored
+            // an earlier deadline before our compare-and-swap saw no owner and kicked nobody
+            // (or another sleeper), so we must see its deadline here. Store-then-load on both
+            // sides (owner vs next_deadline_ms), all seq_cst.
+            const timeout_ns = driver.parkTimeoutNs() orelse 0;
             if (timeout_ns > 0) _ = self.parker.parkTimeoutSpin(timeout_ns, spin_ns);
             driver.owner.store(Driver.no_owner, .seq_cst);
             return;

@@ -18,9 +18,15 @@
 //! runtime) wakes the owner, or any sleeping worker when there is no owner, so that someone
 //! re-arms for the new deadline.
 //!
-//! `next_deadline_ms` is stored (under the mutex) and then `owner`/the sleeper set is read by
-//! the registering thread, while a parking worker registers as sleeping and then reads
-//! `next_deadline_ms`: store-then-load on both sides, so both words are seq_cst.
+//! Two store-then-load pairings keep a new, earlier deadline from being missed, so every access
+//! to `next_deadline_ms`, `owner` and the sleeper set is seq_cst:
+//! - the registering thread stores `next_deadline_ms` (under the mutex) and then reads `owner`;
+//!   a worker becomes owner with a compare-and-swap on `owner` and then reads
+//!   `next_deadline_ms` again before choosing its timeout. Either the registrar sees the owner
+//!   (and unparks it) or the owner sees the new deadline.
+//! - with no owner, the registrar reads the sleeper set; a parking worker registers as
+//!   sleeping and then reads `next_deadline_ms`. Either the registrar unparks a sleeper (which
+//!   re-arms), or the worker sees the deadline and tries to become the owner.
 
 const std = @import("std");
 const assert = std.debug.assert;

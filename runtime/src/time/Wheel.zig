@@ -14,8 +14,11 @@
 //!
 //! Invariant: every occupied slot of level `l` starts after `elapsed` within the current
 //! level-(l+1) period, because an entry whose deadline lies in a later period differs from
-//! `elapsed` in a higher digit and therefore sits at a higher level. So the next occupied slot
-//! of a level is found by rotating its bitmap to the current slot and counting trailing zeros.
+//! `elapsed` in a higher digit and therefore sits at a higher level — except at the top level,
+//! where deadlines clamped to the wheel's range can fall into the next top-level period, in a
+//! slot at or before the current one. So the next occupied slot of a level is found by
+//! rotating its bitmap to the current slot and counting trailing zeros, and a top-level slot
+//! that does not start after `elapsed` expires one period later.
 //!
 //! Not thread-safe: the timer driver owns it under its mutex.
 
@@ -126,7 +129,9 @@ pub fn nextExpiration(self: *const Wheel) ?Expiration {
         const slot: u6 = current +% distance;
         const period_start = self.elapsed_ms & ~(period - 1);
         var deadline = period_start + @as(u64, slot) * slot_width;
-        if (deadline < self.elapsed_ms and level > 0 and slot != current) deadline += period;
+        // A slot at or before the current one can only hold entries of the next period
+        // (clamped far deadlines, see the module comment): it expires one period later.
+        if (deadline <= self.elapsed_ms and level > 0) deadline += period;
         const candidate = Expiration{ .level = level, .slot = slot, .deadline_ms = @max(deadline, self.elapsed_ms) };
         if (best == null or candidate.deadline_ms < best.?.deadline_ms) best = candidate;
     }
@@ -227,6 +232,30 @@ test "a big jump fires everything due, in batches, and keeps the rest" {
     try std.testing.expectEqual(@as(usize, 49), wheel.count);
     wheel.remove(&entries[199]);
     try std.testing.expectEqual(@as(usize, 48), wheel.count);
+}
+
+test "a clamped far deadline neither spins the wheel nor fires early, and fires in the end" {
+    var wheel = Wheel.init(1000);
+    var far = Entry{};
+    var near = Entry{};
+    wheel.insert(&far, std.math.maxInt(u64) / 2); // e.g. sleep(maxInt): clamped
+    const far_deadline = far.deadline_ms;
+    try std.testing.expectEqual(@as(u64, 1000 + range_max_ms), far_deadline);
+    try std.testing.expect(wheel.nextDeadline().? > 1000);
+    wheel.insert(&near, 1005);
+    var fired: std.ArrayList(u64) = .empty;
+    defer fired.deinit(std.testing.allocator);
+    try drain(&wheel, 1005, &fired); // Another timer firing must not touch the far one.
+    try std.testing.expectEqualSlices(u64, &.{1005}, fired.items);
+    var now: u64 = 1005;
+    while (now < far_deadline - 1) {
+        now = @min(far_deadline - 1, now + (@as(u64, 1) << 33));
+        try drain(&wheel, now, &fired);
+        try std.testing.expectEqual(@as(usize, 1), fired.items.len);
+        try std.testing.expect(wheel.nextDeadline().? > now);
+    }
+    try drain(&wheel, far_deadline, &fired);
+    try std.testing.expectEqualSlices(u64, &.{ 1005, far_deadline }, fired.items);
 }
 
 test "random deadlines fire in time and never early" {
