@@ -796,7 +796,7 @@ def echo_sweep_plot(cmp: "Comparison", benchmark: str = "echo_bytes_sweep", batc
     `reference`: another sweep drawn thin and dotted for comparison (the copy path under the
     shared-buffer sweep).
     """
-    fig = Figure(figsize=(WIDTH_INCHES * 0.75, 5.0), layout="constrained")
+    fig = Figure(figsize=(WIDTH_INCHES, 5.0), layout="constrained")
     ax = fig.add_subplot()
     rows = _echo_rows(cmp, benchmark)
     what = {"echo_bytes_sweep": "byte buffer cloned on send and on reply",
@@ -839,7 +839,8 @@ def echo_sweep_plot(cmp: "Comparison", benchmark: str = "echo_bytes_sweep", batc
     _plain_log(ax.yaxis)
     for label in ax.get_xticklabels():
         label.set_rotation(45)
-    ax.legend(loc="upper left", fontsize=8)
+    # Outside the axes: inside, the legend would cover the small-payload points.
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False)
     return fig
 
 
