@@ -50,6 +50,7 @@ pub fn spawnBlocking(
 
 pub const sync = @import("sync.zig");
 pub const channel = @import("channel.zig");
+pub const wait = @import("wait.zig");
 /// A reference-counted immutable byte buffer (the counterpart of Rust's `Arc<Vec<u8>>`).
 pub const RcBuffer = @import("RcBuffer.zig");
 

@@ -4,8 +4,8 @@
 //!
 //! Common rules (details and proofs in runtime/docs/sync.md):
 //! - No primitive takes an allocator and no operation allocates: waiter nodes are fields of
-//!   the futures that wait (`sync/intrusive_list.zig`), wake-ups are batched in a fixed array
-//!   (`sync/WakeList.zig`).
+//!   the futures that wait (`wait/intrusive_list.zig`), wake-ups are batched in a fixed array
+//!   (`wait/WakeList.zig`).
 //! - Fast paths with no waiters are one or two atomic RMWs on a single state word and never
 //!   take a lock. The "has waiters" indication lives in that same word, so a waker and a
 //!   waiter can never both miss each other.
@@ -24,9 +24,10 @@ pub const OnceCell = @import("sync/once_cell.zig").OnceCell;
 pub const Notify = @import("sync/Notify.zig");
 pub const Barrier = @import("sync/Barrier.zig");
 
-/// Building blocks for other primitives (the channels may reuse them).
-pub const intrusive_list = @import("sync/intrusive_list.zig");
-pub const WakeList = @import("sync/WakeList.zig");
+/// Building blocks shared with the channels; they live in `wait/` (`ampere.wait`) and stay
+/// exported here under their old names.
+pub const intrusive_list = @import("wait.zig").intrusive_list;
+pub const WakeList = @import("wait.zig").WakeList;
 
 test {
     std.testing.refAllDecls(@This());
