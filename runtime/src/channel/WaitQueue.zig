@@ -1,9 +1,12 @@
 //! An intrusive FIFO of waiting futures, guarded by a mutex, with an atomic length that the
 //! channels' fast paths read without taking the lock.
 //!
-//! Every waiting future embeds a `Waiter` node. The node is linked while the future is pending
-//! and unlinked before the future completes or is cancelled, so waiting never allocates and the
-//! queue never refers to a future that is gone (the future is pinned while linked).
+//! Every waiting future embeds a `Waiter`, whose `link` is an `intrusive_list.Node` of the
+//! queue's `intrusive_list.List` (wait/intrusive_list.zig, shared with `sync`). The node is
+//! linked while the future is pending and unlinked before the future completes or is
+//! cancelled, so waiting never allocates and the queue never refers to a future that is gone
+//! (the future is pinned while linked). The list and every node's links are guarded by the
+//! mutex; this file adds the mutex, the node states and the length on top of the bare list.
 //!
 //! Node states (`Waiter.state`):
 //!
@@ -26,18 +29,21 @@
 //! (it sees the change and does not sleep). Release/acquire would allow both to miss.
 //!
 //! Wakers are never called (and never dropped) with the mutex held: the operations below
-//! return the wakers they took and the caller wakes or drops them after `unlock`.
+//! return the wakers they took and the caller wakes or drops them after `unlock`; `notifyAll`
+//! collects them in a `WakeList` (wait/WakeList.zig) and wakes each batch after unlocking.
 
 const std = @import("std");
 const Waker = @import("../Waker.zig");
+const intrusive_list = @import("../wait/intrusive_list.zig");
+const WakeList = @import("../wait/WakeList.zig");
 
 const WaitQueue = @This();
 
 pub const State = enum(u8) { idle, linked, notified };
 
 pub const Waiter = struct {
-    prev: ?*Waiter = null,
-    next: ?*Waiter = null,
+    /// Linked in the queue's list while `state == .linked`; guarded by the queue's mutex.
+    link: intrusive_list.Node = .{},
     /// Valid while `state == .linked`; guarded by the queue's mutex.
     waker: Waker = undefined,
     state: std.atomic.Value(State) = .init(.idle),
@@ -55,15 +61,15 @@ pub const Waiter = struct {
         std.debug.assert(self.load() != .linked);
         self.state.store(.idle, .monotonic);
     }
+
+    fn from(link: *intrusive_list.Node) *Waiter {
+        return intrusive_list.entry(Waiter, "link", link);
+    }
 };
 
-/// Wakers are woken in batches of this many when a notification wakes every waiter, so the
-/// lock is never held while waking and the notifier needs no allocation.
-pub const wake_batch_max = 32;
-
 mutex: std.Thread.Mutex = .{},
-head: ?*Waiter = null,
-tail: ?*Waiter = null,
+/// The linked waiters, oldest first. Guarded by the mutex.
+waiters: intrusive_list.List = .{},
 /// Number of linked waiters (see the module comment for the orderings).
 len: std.atomic.Value(u32) = .init(0),
 
@@ -85,10 +91,7 @@ pub fn unlock(self: *WaitQueue) void {
 pub fn pushLocked(self: *WaitQueue, waiter: *Waiter, waker: *const Waker) void {
     std.debug.assert(waiter.state.load(.monotonic) != .linked);
     waiter.waker = waker.clone();
-    waiter.prev = self.tail;
-    waiter.next = null;
-    if (self.tail) |last| last.next = waiter else self.head = waiter;
-    self.tail = waiter;
+    self.waiters.pushBack(&waiter.link);
     waiter.state.store(.linked, .monotonic); // Read under the mutex or by the owner.
     // seq_cst: the store half of the register-then-recheck side (module comment).
     const previous = self.len.fetchAdd(1, .seq_cst);
@@ -123,7 +126,7 @@ pub fn removeLocked(self: *WaitQueue, waiter: *Waiter) ?Waker {
 
 /// Unlinks the oldest waiter, marks it notified and returns its waker. Mutex held.
 pub fn popLocked(self: *WaitQueue) ?Waker {
-    const waiter = self.head orelse return null;
+    const waiter = Waiter.from(self.waiters.first() orelse return null);
     self.unlinkLocked(waiter);
     const waker = waiter.waker;
     // Release, and the last access to the node: the owner may free it once it sees this.
@@ -132,10 +135,7 @@ pub fn popLocked(self: *WaitQueue) ?Waker {
 }
 
 fn unlinkLocked(self: *WaitQueue, waiter: *Waiter) void {
-    if (waiter.prev) |before| before.next = waiter.next else self.head = waiter.next;
-    if (waiter.next) |after| after.prev = waiter.prev else self.tail = waiter.prev;
-    waiter.prev = null;
-    waiter.next = null;
+    self.waiters.remove(&waiter.link);
     // seq_cst like every change of `len` (decrements need no more than monotonic; one order
     // for all changes keeps the argument simple and costs the same instruction on x86).
     const previous = self.len.fetchSub(1, .seq_cst);
@@ -152,23 +152,22 @@ pub fn notifyOne(self: *WaitQueue) void {
 
 /// Wakes every waiter linked when the call starts. Waiters that link themselves meanwhile
 /// may be woken too (harmless: a woken future re-checks and waits again). At most
-/// `wake_batch_max` wakers are taken per lock hold; they are woken after unlocking.
+/// `WakeList.capacity` wakers are taken per lock hold; they are woken after unlocking, so the
+/// lock is never held while waking and the notifier needs no allocation.
 pub fn notifyAll(self: *WaitQueue) void {
-    var batch: [wake_batch_max]Waker = undefined;
+    var wake = WakeList{};
     self.lock();
     // Bounded by the waiters present now: later ones are appended behind them.
     var remaining: u32 = self.len.load(.monotonic);
     while (true) {
-        var count: usize = 0;
-        while (remaining > 0 and count < batch.len) : (remaining -= 1) {
-            batch[count] = self.popLocked() orelse {
+        while (remaining > 0 and !wake.isFull()) : (remaining -= 1) {
+            wake.push(self.popLocked() orelse {
                 remaining = 0; // Some were cancelled meanwhile.
                 break;
-            };
-            count += 1;
+            });
         }
         self.unlock();
-        for (batch[0..count]) |w| w.wake();
+        wake.wakeAll();
         if (remaining == 0) return;
         self.lock();
     }
@@ -178,8 +177,9 @@ pub fn notifyAll(self: *WaitQueue) void {
 pub fn isEmpty(self: *WaitQueue) bool {
     self.lock();
     defer self.unlock();
-    std.debug.assert((self.head == null) == (self.len.load(.monotonic) == 0));
-    return self.head == null;
+    const empty = self.waiters.isEmpty();
+    std.debug.assert(empty == (self.len.load(.monotonic) == 0));
+    return empty;
 }
 
 test "push, pop in FIFO order, remove from the middle" {
@@ -213,7 +213,7 @@ test "push, pop in FIFO order, remove from the middle" {
 
 test "notifyAll wakes more waiters than one batch and replaces wakers" {
     var queue = WaitQueue{};
-    const count = wake_batch_max * 2 + 5;
+    const count = WakeList.capacity * 2 + 5;
     var counter = Waker.Counting{};
     var other = Waker.Counting{};
     var waiters: [count]Waiter = undefined;
