@@ -102,10 +102,19 @@ pub fn pushLocked(self: *WaitQueue, waiter: *Waiter, waker: *const Waker) void {
 /// Returns the old waker for the caller to drop after unlocking. Mutex held.
 pub fn replaceWakerLocked(waiter: *Waiter, waker: *const Waker) ?Waker {
     std.debug.assert(waiter.state.load(.monotonic) == .linked);
-    if (waiter.waker.willWakeSame(waker)) return null;
-    const old = waiter.waker;
-    waiter.waker = waker.clone();
-    return old;
+    return WakeList.replaceWaker(&waiter.waker, waker);
+}
+
+/// The registration step of a waiting poll: links an unlinked `waiter` with a clone of
+/// `waker`, or refreshes the waker of a node that is still linked. Returns a replaced waker
+/// for the caller to drop after unlocking. Mutex held; the caller re-checks its condition
+/// next, still under the mutex (register, then re-check: module comment).
+pub fn registerLocked(self: *WaitQueue, waiter: *Waiter, waker: *const Waker) ?Waker {
+    // Monotonic: with the mutex held nobody else changes the state; the mutex orders this
+    // load after every notifier's store.
+    if (waiter.state.load(.monotonic) == .linked) return replaceWakerLocked(waiter, waker);
+    self.pushLocked(waiter, waker);
+    return null;
 }
 
 /// Unlinks `waiter` if it is linked and returns its waker (to drop after unlocking). A node
@@ -140,6 +149,31 @@ fn unlinkLocked(self: *WaitQueue, waiter: *Waiter) void {
     // for all changes keeps the argument simple and costs the same instruction on x86).
     const previous = self.len.fetchSub(1, .seq_cst);
     std.debug.assert(previous > 0);
+}
+
+/// The owner's `cancel`: unlinks `waiter` if it is still linked and drops its waker after
+/// unlocking. Returns true when the node had been notified (a notifier unlinked it and took
+/// its waker): where one notification serves one waiter (`notifyOne`), the caller must pass
+/// it on; where every waiter is notified (`notifyAll`) nothing was consumed. An idle or
+/// notified node is settled without the lock (the notifier's store of `.notified` was its
+/// last access to the node; `Waiter.load` is the acquire half).
+pub fn cancel(self: *WaitQueue, waiter: *Waiter) bool {
+    switch (waiter.load()) {
+        .idle => return false,
+        .notified => {
+            waiter.reclaim();
+            return true;
+        },
+        .linked => {},
+    }
+    self.lock();
+    // Monotonic: a notifier may have changed `.linked` before we locked; the mutex orders
+    // its store before this load.
+    const notified = waiter.state.load(.monotonic) == .notified;
+    const removed = self.removeLocked(waiter);
+    self.unlock();
+    if (removed) |w| w.drop();
+    return notified;
 }
 
 /// Wakes the oldest waiter, if any.
@@ -242,5 +276,35 @@ test "notifyAll wakes more waiters than one batch and replaces wakers" {
     try std.testing.expectEqual(@as(i32, 0), counter.outstanding());
     try std.testing.expectEqual(@as(i32, 0), other.outstanding());
     for (&waiters) |*w| try std.testing.expectEqual(State.notified, w.load());
+    try std.testing.expect(queue.isEmpty());
+}
+
+test "cancel settles idle, linked and notified nodes and reports a consumed notification" {
+    var queue = WaitQueue{};
+    var counter = Waker.Counting{};
+    var waiters: [3]Waiter = .{ .{}, .{}, .{} };
+    try std.testing.expect(!queue.cancel(&waiters[0])); // Idle: nothing to do.
+    for (&waiters) |*w| {
+        const waker = counter.waker();
+        defer waker.drop();
+        queue.lock();
+        try std.testing.expectEqual(@as(?Waker, null), queue.registerLocked(w, &waker));
+        // Registering again with the same target keeps the stored waker.
+        try std.testing.expectEqual(@as(?Waker, null), queue.registerLocked(w, &waker));
+        queue.unlock();
+    }
+    try std.testing.expectEqual(@as(i32, 3), counter.outstanding());
+    queue.notifyOne(); // Notifies waiters[0].
+    try std.testing.expect(queue.cancel(&waiters[0])); // Notified: must be passed on.
+    try std.testing.expectEqual(State.idle, waiters[0].load());
+    try std.testing.expect(!queue.cancel(&waiters[2])); // Linked: unlinked, waker dropped.
+    try std.testing.expectEqual(State.idle, waiters[2].load());
+    try std.testing.expect(!queue.cancel(&waiters[2])); // Idempotent.
+    try std.testing.expectEqual(@as(u32, 1), counter.wakeCount());
+    try std.testing.expectEqual(@as(i32, 1), counter.outstanding()); // waiters[1]'s waker.
+    queue.notifyOne();
+    try std.testing.expectEqual(State.notified, waiters[1].load());
+    waiters[1].reclaim();
+    try std.testing.expectEqual(@as(i32, 0), counter.outstanding());
     try std.testing.expect(queue.isEmpty());
 }

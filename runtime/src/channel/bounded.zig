@@ -335,14 +335,9 @@ pub fn Bounded(comptime T: type) type {
             /// Links (or refreshes) the waiter, then re-checks with the queue locked.
             fn pollRegistered(self: *SendFuture, cx: *Context) Poll(Output) {
                 const queue = &self.channel.senders.value;
-                var replaced: ?Waker = null;
                 var removed: ?Waker = null;
                 queue.lock();
-                if (self.waiter.state.load(.monotonic) == .linked) {
-                    replaced = WaitQueue.replaceWakerLocked(&self.waiter, cx.waker());
-                } else {
-                    queue.pushLocked(&self.waiter, cx.waker());
-                }
+                const replaced = queue.registerLocked(&self.waiter, cx.waker());
                 const result = self.channel.pushRaw(&self.value);
                 if (result != .full) removed = queue.removeLocked(&self.waiter);
                 queue.unlock();
@@ -373,7 +368,7 @@ pub fn Bounded(comptime T: type) type {
             /// Unlinks the waiter; the value stays here for `takeBack`. Idempotent.
             pub fn cancel(self: *SendFuture) void {
                 if (self.phase == .sending) self.phase = .returned;
-                if (cancelWaiter(&self.channel.senders.value, &self.waiter)) {
+                if (self.channel.senders.value.cancel(&self.waiter)) {
                     // We were woken for space we will not use: pass it on.
                     self.channel.wakeSender();
                 }
@@ -415,15 +410,10 @@ pub fn Bounded(comptime T: type) type {
 
             fn pollRegistered(self: *RecvFuture, cx: *Context) Poll(Output) {
                 const queue = &self.channel.receivers.value;
-                var replaced: ?Waker = null;
                 var removed: ?Waker = null;
                 var value: T = undefined;
                 queue.lock();
-                if (self.waiter.state.load(.monotonic) == .linked) {
-                    replaced = WaitQueue.replaceWakerLocked(&self.waiter, cx.waker());
-                } else {
-                    queue.pushLocked(&self.waiter, cx.waker());
-                }
+                const replaced = queue.registerLocked(&self.waiter, cx.waker());
                 const result = self.channel.popRaw(&value);
                 if (result != .empty) removed = queue.removeLocked(&self.waiter);
                 queue.unlock();
@@ -454,32 +444,13 @@ pub fn Bounded(comptime T: type) type {
             /// Unlinks the waiter. Idempotent.
             pub fn cancel(self: *RecvFuture) void {
                 self.finished = true;
-                if (cancelWaiter(&self.channel.receivers.value, &self.waiter)) {
+                if (self.channel.receivers.value.cancel(&self.waiter)) {
                     // We were woken for a value we will not take: pass it on.
                     self.channel.wakeReceiver();
                 }
             }
         };
     };
-}
-
-/// Removes a cancelled future's node. True when the node had been notified, so the caller
-/// must pass the notification on.
-fn cancelWaiter(queue: *WaitQueue, waiter: *WaitQueue.Waiter) bool {
-    switch (waiter.load()) {
-        .idle => return false,
-        .notified => {
-            waiter.reclaim();
-            return true;
-        },
-        .linked => {},
-    }
-    queue.lock();
-    const notified = waiter.state.load(.monotonic) == .notified;
-    const removed = queue.removeLocked(waiter);
-    queue.unlock();
-    if (removed) |w| w.drop();
-    return notified;
 }
 
 // ---------------------------------------------------------------------------------------

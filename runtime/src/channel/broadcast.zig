@@ -282,15 +282,10 @@ pub fn Broadcast(comptime T: type) type {
 
             fn pollRegistered(self: *RecvFuture, cx: *Context) Poll(Output) {
                 const queue = &self.receiver.channel.waiters.value;
-                var replaced: ?Waker = null;
                 var removed: ?Waker = null;
                 var value: T = undefined;
                 queue.lock();
-                if (self.waiter.state.load(.monotonic) == .linked) {
-                    replaced = WaitQueue.replaceWakerLocked(&self.waiter, cx.waker());
-                } else {
-                    queue.pushLocked(&self.waiter, cx.waker());
-                }
+                const replaced = queue.registerLocked(&self.waiter, cx.waker());
                 const result = self.receiver.recvRaw(&value);
                 if (result != .empty) removed = queue.removeLocked(&self.waiter);
                 queue.unlock();
@@ -326,12 +321,9 @@ pub fn Broadcast(comptime T: type) type {
             pub fn cancel(self: *RecvFuture) void {
                 if (self.finished) return;
                 self.finished = true;
-                if (self.waiter.load() == .idle) return;
-                const queue = &self.receiver.channel.waiters.value;
-                queue.lock();
-                const removed = queue.removeLocked(&self.waiter);
-                queue.unlock();
-                if (removed) |w| w.drop();
+                // Sends and close wake every waiter (notifyAll): no notification is consumed, so
+                // there is none to pass on.
+                _ = self.receiver.channel.waiters.value.cancel(&self.waiter);
             }
         };
     };

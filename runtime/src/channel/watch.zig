@@ -203,14 +203,9 @@ pub fn Watch(comptime T: type) type {
                     common.hook.beforeRegister();
                 }
                 const queue = &self.receiver.channel.waiters.value;
-                var replaced: ?Waker = null;
                 var removed: ?Waker = null;
                 queue.lock();
-                if (self.waiter.state.load(.monotonic) == .linked) {
-                    replaced = WaitQueue.replaceWakerLocked(&self.waiter, cx.waker());
-                } else {
-                    queue.pushLocked(&self.waiter, cx.waker());
-                }
+                const replaced = queue.registerLocked(&self.waiter, cx.waker());
                 const result = self.receiver.check();
                 if (result != .unchanged) removed = queue.removeLocked(&self.waiter);
                 queue.unlock();
@@ -236,12 +231,9 @@ pub fn Watch(comptime T: type) type {
             pub fn cancel(self: *ChangedFuture) void {
                 if (self.finished) return;
                 self.finished = true;
-                if (self.waiter.load() == .idle) return;
-                const queue = &self.receiver.channel.waiters.value;
-                queue.lock();
-                const removed = queue.removeLocked(&self.waiter);
-                queue.unlock();
-                if (removed) |w| w.drop();
+                // Sends and close wake every waiter (notifyAll): no notification is consumed, so
+                // there is none to pass on.
+                _ = self.receiver.channel.waiters.value.cancel(&self.waiter);
             }
         };
     };

@@ -6,7 +6,8 @@
 //! wakes the batch, and takes the lock again for the next batch: the work done under the lock
 //! is bounded and nothing is allocated.
 //!
-//! Also home of `storeWaker`, the one way a waiting future registers or replaces its waker.
+//! Also home of `storeWaker` and `replaceWaker`, the one way a waiting future registers or
+//! replaces its waker (in `sync` and in `channel/WaitQueue.zig`).
 
 const std = @import("std");
 const assert = std.debug.assert;
@@ -40,11 +41,17 @@ pub fn wakeAll(self: *WakeList) void {
 /// stored waker would wake a different target. Returns the replaced waker, which the caller
 /// must drop after releasing its lock (never under it).
 pub fn storeWaker(slot: *?Waker, current: *const Waker) ?Waker {
-    if (slot.*) |stored| {
-        if (stored.willWakeSame(current)) return null;
-    }
-    const replaced = slot.*;
+    if (slot.*) |*stored| return replaceWaker(stored, current);
     slot.* = current.clone();
+    return null;
+}
+
+/// Replaces the waker in `stored` by a clone of `current` unless it already wakes the same
+/// target. Returns the replaced waker, which the caller must drop after releasing its lock.
+pub fn replaceWaker(stored: *Waker, current: *const Waker) ?Waker {
+    if (stored.willWakeSame(current)) return null;
+    const replaced = stored.*;
+    stored.* = current.clone();
     return replaced;
 }
 
