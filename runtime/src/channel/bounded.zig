@@ -459,10 +459,7 @@ pub fn Bounded(comptime T: type) type {
 
 const testing = std.testing;
 
-fn pollWith(f: anytype, waker: *const Waker) Poll(@TypeOf(f.*).Output) {
-    var cx = Context.init(waker);
-    return f.poll(&cx);
-}
+const pollWith = common.pollWith;
 
 test "bounded: try paths, FIFO order, full and empty" {
     var ch = try Bounded(u32).init(testing.allocator, 4);

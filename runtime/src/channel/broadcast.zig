@@ -335,10 +335,7 @@ pub fn Broadcast(comptime T: type) type {
 
 const testing = std.testing;
 
-fn pollWith(f: anytype, waker: *const Waker) Poll(@TypeOf(f.*).Output) {
-    var cx = Context.init(waker);
-    return f.poll(&cx);
-}
+const pollWith = common.pollWith;
 
 test "broadcast: every receiver gets every value in order" {
     var ch = try Broadcast(u64).init(testing.allocator, 16);

@@ -1,11 +1,13 @@
 //! Small pieces shared by the channels: cache-line padding, bounded spinning, copying a value
-//! through atomic words (for the seqlocks of Broadcast and Watch), the "yield now" helper and
-//! a test hook that injects an action between a failed check and the waiter registration.
+//! through atomic words (for the seqlocks of Broadcast and Watch), the "yield now" helper, and
+//! for tests only: a hook that injects an action between a failed check and the waiter
+//! registration, and `pollWith` (poll a future once with a given waker).
 
 const std = @import("std");
 const builtin = @import("builtin");
 const future = @import("../future.zig");
 const budget = @import("../budget.zig");
+const Waker = @import("../Waker.zig");
 
 /// `V` alone on its own cache line(s): fields that producers and consumers write on
 /// different threads are wrapped in this so they never share a line.
@@ -114,6 +116,14 @@ pub const hook = struct {
         }
     }
 };
+
+/// Test helper: polls the future `f` (a pointer) once with `waker`. Compiled out of non-test
+/// builds.
+pub fn pollWith(f: anytype, waker: *const Waker) future.Poll(@TypeOf(f.*).Output) {
+    if (!builtin.is_test) @compileError("test helper used outside tests");
+    var cx = future.Context.init(waker);
+    return f.poll(&cx);
+}
 
 test "atomic words round-trip odd-sized values" {
     const Odd = struct { a: u8, b: u64, c: [5]u8 };

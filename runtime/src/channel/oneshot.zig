@@ -351,10 +351,7 @@ pub fn Oneshot(comptime T: type) type {
 
 const testing = std.testing;
 
-fn pollWith(f: anytype, waker: *const Waker) Poll(@TypeOf(f.*).Output) {
-    var cx = Context.init(waker);
-    return f.poll(&cx);
-}
+const pollWith = common.pollWith;
 
 test "oneshot: send then tryRecv, exactly once" {
     var ch = Oneshot(u64).init();

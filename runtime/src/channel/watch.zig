@@ -245,10 +245,7 @@ pub fn Watch(comptime T: type) type {
 
 const testing = std.testing;
 
-fn pollWith(f: anytype, waker: *const Waker) Poll(@TypeOf(f.*).Output) {
-    var cx = Context.init(waker);
-    return f.poll(&cx);
-}
+const pollWith = common.pollWith;
 
 test "watch: borrow, versions and hasChanged" {
     var w = Watch(u64).init(10);
