@@ -189,7 +189,7 @@ pub fn notifyOne(self: *WaitQueue) void {
 /// `WakeList.capacity` wakers are taken per lock hold; they are woken after unlocking, so the
 /// lock is never held while waking and the notifier needs no allocation.
 pub fn notifyAll(self: *WaitQueue) void {
-    var wake = WakeList{};
+    var wake = WakeList.init();
     self.lock();
     // Bounded by the waiters present now: later ones are appended behind them.
     var remaining: u32 = self.len.load(.monotonic);
