@@ -88,7 +88,7 @@ pub fn wait(self: *Barrier) Wait {
 /// Completes every queued node of a finished generation. Called by each leader (with
 /// parties > 1) after its generation CAS.
 noinline fn releaseFinished(self: *Barrier) void {
-    var wake = WakeList{};
+    var wake = WakeList.init();
     self.mutex.lock();
     // Bounded: each iteration unlinks a node; new nodes carry the current generation.
     while (self.waiters.first()) |link| {

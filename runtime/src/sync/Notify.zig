@@ -157,7 +157,7 @@ noinline fn notifyWaitersSlow(self: *Notify) void {
     var detached: intrusive_list.Detached = undefined;
     detached.init();
     self.waiters.takeAll(&detached);
-    var wake = WakeList{};
+    var wake = WakeList.init();
     while (detached.popFront()) |link| {
         const waiter = Waiter.from(link);
         wake.push(waiter.takeWaker());

@@ -146,7 +146,7 @@ pub fn close(self: *Semaphore) void {
     if (before & closed_bit != 0) return;
     if (before & queued_bit == 0) return;
     self.mutex.lock();
-    var wake = WakeList{};
+    var wake = WakeList.init();
     var returned: usize = 0;
     while (self.waiters.popFront()) |link| {
         const waiter = Waiter.from(link);
@@ -215,7 +215,7 @@ noinline fn releaseQueued(self: *Semaphore) void {
 /// list becomes empty, releases the lock and wakes the completed waiters.
 fn handOffAndUnlock(self: *Semaphore, permits: usize) void {
     var remaining = permits;
-    var wake = WakeList{};
+    var wake = WakeList.init();
     while (true) {
         remaining = self.assignLocked(remaining, &wake);
         if (remaining == 0 or !wake.isFull()) break;

@@ -124,7 +124,7 @@ pub fn OnceCell(comptime T: type) type {
 
         noinline fn completeWaiters(self: *Self) void {
             self.mutex.lock();
-            var wake = WakeList{};
+            var wake = WakeList.init();
             // `ready` is terminal: no waiter registers any more, so the loop is bounded by
             // the waiters present now.
             while (self.waiters.popFront()) |link| {
