@@ -4,7 +4,8 @@
 //!   the `Detached` guard ring that lets a wake-all drop its lock between batches while the
 //!   waiters still in the batch can cancel.
 //! - `WakeList`: a fixed batch of wakers collected under a lock and woken after it is
-//!   released, and `storeWaker`, the way a re-polled future refreshes its waker.
+//!   released, and `storeWaker`/`replaceWaker`, the way a re-polled future refreshes its
+//!   waker.
 //!
 //! Neither takes a lock of its own: the primitive that owns the list (a `sync` primitive, or
 //! `channel/WaitQueue.zig` for the channels) guards it with its mutex and decides the
