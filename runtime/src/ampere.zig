@@ -15,6 +15,8 @@ pub const Context = future.Context;
 pub const Waker = @import("Waker.zig");
 pub const budget = @import("budget.zig");
 pub const Parker = @import("Parker.zig");
+/// The short-critical-section mutex used inside the runtime (spins, then sleeps).
+pub const Lock = @import("Lock.zig");
 pub const CountingAllocator = @import("CountingAllocator.zig");
 pub const testing = @import("testing.zig");
 

@@ -9,7 +9,7 @@
 //! - Fast paths with no waiters are one or two atomic RMWs on a single state word and never
 //!   take a lock. The "has waiters" indication lives in that same word, so a waker and a
 //!   waiter can never both miss each other.
-//! - Wait lists are protected by a `std.Thread.Mutex`; wakers are woken and dropped only after
+//! - Wait lists are protected by a `Lock` (Lock.zig: spins, then sleeps); wakers are woken and dropped only after
 //!   it is released. FIFO order everywhere.
 //! - Futures follow future.zig: `poll` calls `budget.proceed` first and `budget.refund` when
 //!   it returns pending; `cancel` is idempotent, unlinks the waiter and gives back whatever

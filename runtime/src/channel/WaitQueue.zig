@@ -33,6 +33,7 @@
 //! collects them in a `WakeList` (wait/WakeList.zig) and wakes each batch after unlocking.
 
 const std = @import("std");
+const Lock = @import("../Lock.zig");
 const Waker = @import("../Waker.zig");
 const intrusive_list = @import("../wait/intrusive_list.zig");
 const WakeList = @import("../wait/WakeList.zig");
@@ -67,7 +68,7 @@ pub const Waiter = struct {
     }
 };
 
-mutex: std.Thread.Mutex = .{},
+mutex: Lock = .{},
 /// The linked waiters, oldest first. Guarded by the mutex.
 waiters: intrusive_list.List = .{},
 /// Number of linked waiters (see the module comment for the orderings).

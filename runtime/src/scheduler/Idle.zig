@@ -26,6 +26,7 @@
 //! orders it after the pusher's earlier store.
 
 const std = @import("std");
+const Lock = @import("../Lock.zig");
 const assert = std.debug.assert;
 
 const Idle = @This();
@@ -36,7 +37,7 @@ const unparked_one: u32 = 1 << 16;
 
 state: std.atomic.Value(u32),
 sleepers: std.atomic.Value(u64) = .init(0),
-mutex: std.Thread.Mutex = .{},
+mutex: Lock = .{},
 worker_count: u32,
 
 pub fn init(worker_count: u32) Idle {

@@ -10,12 +10,13 @@
 //! sequential consistency is what guarantees one of them sees the other.
 
 const std = @import("std");
+const Lock = @import("../Lock.zig");
 const assert = std.debug.assert;
 const Header = @import("../task/Header.zig");
 
 const InjectQueue = @This();
 
-mutex: std.Thread.Mutex = .{},
+mutex: Lock = .{},
 head: ?*Header = null,
 tail: ?*Header = null,
 count: std.atomic.Value(usize) = .init(0),

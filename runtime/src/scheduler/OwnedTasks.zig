@@ -7,6 +7,7 @@
 //! no task can be added after shutdown began and escape cancellation.
 
 const std = @import("std");
+const Lock = @import("../Lock.zig");
 const assert = std.debug.assert;
 const Allocator = std.mem.Allocator;
 const Header = @import("../task/Header.zig");
@@ -14,7 +15,7 @@ const Header = @import("../task/Header.zig");
 const OwnedTasks = @This();
 
 const Shard = struct {
-    mutex: std.Thread.Mutex align(std.atomic.cache_line) = .{},
+    mutex: Lock align(std.atomic.cache_line) = .{},
     head: ?*Header = null,
     count: usize = 0,
     closed: bool = false,

@@ -42,6 +42,7 @@
 //! the lock, so every party sees every other party's pre-barrier writes.
 
 const std = @import("std");
+const Lock = @import("../Lock.zig");
 const assert = std.debug.assert;
 const Waker = @import("../Waker.zig");
 const future = @import("../future.zig");
@@ -59,7 +60,7 @@ const generation_one: u64 = 1 << 32;
 
 state: std.atomic.Value(u64) = .init(0),
 parties: u32,
-mutex: std.Thread.Mutex = .{},
+mutex: Lock = .{},
 waiters: intrusive_list.List = .{},
 
 pub const WaitResult = struct {

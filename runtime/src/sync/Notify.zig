@@ -52,6 +52,7 @@
 //! being absorbed by one that is already being woken.
 
 const std = @import("std");
+const Lock = @import("../Lock.zig");
 const assert = std.debug.assert;
 const Waker = @import("../Waker.zig");
 const future = @import("../future.zig");
@@ -71,7 +72,7 @@ const calls_shift: std.math.Log2Int(usize) = 2;
 const one_call: usize = 1 << calls_shift;
 
 state: std.atomic.Value(usize) = .init(0),
-mutex: std.Thread.Mutex = .{},
+mutex: Lock = .{},
 waiters: intrusive_list.List = .{},
 
 pub fn init() Notify {

@@ -49,10 +49,11 @@
 //! Waiters that arrive later see `closed` in the word, under the lock, before enqueueing.
 //! `release` still adds permits after close (so `availablePermits` stays accurate).
 //!
-//! The lock is a `std.Thread.Mutex`; wakers are cloned under it (a reference-count increment)
+//! The lock is a `Lock`; wakers are cloned under it (a reference-count increment)
 //! but never woken or dropped under it.
 
 const std = @import("std");
+const Lock = @import("../Lock.zig");
 const assert = std.debug.assert;
 const Waker = @import("../Waker.zig");
 const future = @import("../future.zig");
@@ -77,7 +78,7 @@ const flags_mask: usize = closed_bit | queued_bit;
 const permit_shift: std.math.Log2Int(usize) = 2;
 
 state: std.atomic.Value(usize),
-mutex: std.Thread.Mutex = .{},
+mutex: Lock = .{},
 waiters: intrusive_list.List = .{},
 
 pub fn init(permits: usize) Semaphore {

@@ -36,6 +36,7 @@
 //! beyond storing it: a `T` that needs freeing is freed by the user, through `get`.
 
 const std = @import("std");
+const Lock = @import("../Lock.zig");
 const assert = std.debug.assert;
 const Waker = @import("../Waker.zig");
 const future = @import("../future.zig");
@@ -79,7 +80,7 @@ pub fn OnceCell(comptime T: type) type {
         /// load and a compare, without a null test on `self` (measured: 0.42 -> 0.28 ns/op).
         state: std.atomic.Value(u32) align(@max(@alignOf(u32), @alignOf(T))) = .init(empty),
         value: T = undefined,
-        mutex: std.Thread.Mutex = .{},
+        mutex: Lock = .{},
         waiters: intrusive_list.List = .{},
 
         pub fn init() Self {

@@ -29,6 +29,7 @@
 //!   re-arms), or the worker sees the deadline and tries to become the owner.
 
 const std = @import("std");
+const Lock = @import("../Lock.zig");
 const assert = std.debug.assert;
 const Waker = @import("../Waker.zig");
 const Wheel = @import("Wheel.zig");
@@ -55,7 +56,7 @@ pub const Kick = struct {
     function: *const fn (context: *anyopaque) void,
 };
 
-mutex: std.Thread.Mutex = .{},
+mutex: Lock = .{},
 wheel: Wheel,
 start_ns: u64,
 next_deadline_ms: std.atomic.Value(u64) = .init(none),
