@@ -57,10 +57,13 @@ INVOCATION_COLUMNS = ["suite", "tier", "benchmark", "param", "label", "runtime",
 DIAGNOSTIC_COLUMNS = ["level", "code", "suite", "tier", "benchmark", "param", "runtime", "message"]
 VERDICTS = ("win", "loss", "tie", "inconclusive")
 #: Drift test: Kendall tau of elapsed vs iteration within an invocation is flagged when its
-#: p-value is below DRIFT_ALPHA and its Benjamini-Hochberg q-value across all invocations of the
-#: comparison is below DRIFT_FDR (without the FDR step ~1% of invocations would be flagged by chance).
+#: p-value is below DRIFT_ALPHA, its Benjamini-Hochberg q-value across all invocations of the
+#: comparison is below DRIFT_FDR (without the FDR step ~1% of invocations would be flagged by
+#: chance), and |tau| is at least DRIFT_TAU_MIN: with 500 echo batches a negligible trend
+#: (|tau| ~ 0.1) has p ~ 1e-4, so significance alone would flag nearly every echo row.
 DRIFT_ALPHA = 0.01
 DRIFT_FDR = 0.05
+DRIFT_TAU_MIN = 0.3
 #: A first iteration is flagged when it lies outside the range of the other iterations and
 #: further from their median than OUTLIER_MADS robust SDs (normal-consistent MAD) and than
 #: OUTLIER_RELATIVE of that median (a floor for very quiet benchmarks, where MAD is tiny).

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from . import schema
-from .compare import DIAGNOSTIC_COLUMNS, DRIFT_ALPHA, DRIFT_FDR
+from .compare import DIAGNOSTIC_COLUMNS, DRIFT_ALPHA, DRIFT_FDR, DRIFT_TAU_MIN
 
 if TYPE_CHECKING:
     from .compare import Comparison
@@ -88,7 +88,8 @@ def check_drift(invocations: pd.DataFrame) -> list[dict[str, Any]]:
     for (suite, tier, name, param, runtime), group in invocations.groupby(
             ["suite", "tier", "benchmark", "param", "runtime"], sort=False):
         ident = {"suite": suite, "tier": int(tier), "benchmark": name, "param": param}
-        trend = group[(group["kendall_pvalue"] < DRIFT_ALPHA) & (group["kendall_qvalue"] < DRIFT_FDR)]
+        trend = group[(group["kendall_pvalue"] < DRIFT_ALPHA) & (group["kendall_qvalue"] < DRIFT_FDR)
+                      & (group["kendall_tau"].abs() >= DRIFT_TAU_MIN)]
         if not trend.empty:
             parts = ", ".join(f"#{int(r.invocation)} (tau {r.kendall_tau:+.2f}, p {r.kendall_pvalue:.1g})"
                               for r in trend.itertuples())

@@ -222,3 +222,25 @@ def test_benchmark_history_across_runs(tmp_path, capsys):
     mutex = history[history["benchmark"] == "mutex"].sort_values("run_id")["median_ns_per_op"].tolist()
     assert mutex[1] / mutex[0] == pytest.approx(2.0, rel=0.05)
     assert (history["ci_low"] <= history["median_ns_per_op"]).all()
+
+
+def test_drift_needs_an_effect_not_only_significance():
+    """500 batches with a tiny trend (tau ~ 0.1) are significant but not flagged; a strong trend is."""
+    from analysis.compare import DRIFT_TAU_MIN
+    from analysis.diagnostics import check_drift
+    import pandas as pd
+    from scipy import stats as sps
+    rng = np.random.default_rng(3)
+    n = 500
+    weak = 1000 + 0.006 * np.arange(n) + rng.normal(0, 5, n)
+    strong = 1000 + 0.5 * np.arange(n) + rng.normal(0, 5, n)
+    rows = []
+    for label, series in (("weak", weak), ("strong", strong)):
+        tau, p = sps.kendalltau(np.arange(n), series)
+        rows.append({"suite": "echo", "tier": 0, "benchmark": label, "param": "n=1", "runtime": "ampere",
+                     "invocation": 0, "kendall_tau": tau, "kendall_pvalue": p, "kendall_qvalue": p,
+                     "first_is_outlier": False})
+    frame = pd.DataFrame(rows)
+    assert frame.loc[0, "kendall_pvalue"] < 0.01 and abs(frame.loc[0, "kendall_tau"]) < DRIFT_TAU_MIN
+    flagged = {row["benchmark"] for row in check_drift(frame)}
+    assert flagged == {"strong"}
