@@ -22,7 +22,6 @@ const assert = std.debug.assert;
 const future = @import("../future.zig");
 const Semaphore = @import("Semaphore.zig");
 const Context = future.Context;
-const Poll = future.Poll;
 
 const Mutex = @This();
 
@@ -39,7 +38,7 @@ pub fn tryLock(self: *Mutex) bool {
 
 /// A future that locks the mutex (FIFO). Output: void.
 pub fn lock(self: *Mutex) Lock {
-    return .{ .acquire = self.semaphore.acquire(1) };
+    return self.semaphore.acquireNeverClosed(1);
 }
 
 /// Unlocks; the oldest waiter, if any, gets the lock directly.
@@ -53,25 +52,8 @@ pub fn isLocked(self: *const Mutex) bool {
     return self.semaphore.availablePermits() == 0;
 }
 
-pub const Lock = struct {
-    pub const Output = void;
-
-    acquire: Semaphore.Acquire,
-
-    pub fn poll(self: *Lock, cx: *Context) Poll(void) {
-        return switch (self.acquire.poll(cx)) {
-            .pending => .pending,
-            .ready => |result| {
-                result catch unreachable; // a mutex's semaphore is never closed
-                return .{ .ready = {} };
-            },
-        };
-    }
-
-    pub fn cancel(self: *Lock) void {
-        self.acquire.cancel();
-    }
-};
+/// The future of `lock()`: Output void (a mutex's semaphore is never closed).
+pub const Lock = Semaphore.AcquireNeverClosed;
 
 const testing = std.testing;
 const Waker = @import("../Waker.zig");

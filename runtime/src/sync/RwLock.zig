@@ -21,7 +21,6 @@ const assert = std.debug.assert;
 const future = @import("../future.zig");
 const Semaphore = @import("Semaphore.zig");
 const Context = future.Context;
-const Poll = future.Poll;
 
 const RwLock = @This();
 
@@ -44,12 +43,12 @@ pub fn tryWrite(self: *RwLock) bool {
 
 /// A future that acquires shared (read) access. Output: void.
 pub fn read(self: *RwLock) Acquire {
-    return .{ .inner = self.semaphore.acquire(1) };
+    return self.semaphore.acquireNeverClosed(1);
 }
 
 /// A future that acquires exclusive (write) access. Output: void.
 pub fn write(self: *RwLock) Acquire {
-    return .{ .inner = self.semaphore.acquire(max_reads) };
+    return self.semaphore.acquireNeverClosed(max_reads);
 }
 
 pub fn readUnlock(self: *RwLock) void {
@@ -62,26 +61,8 @@ pub fn writeUnlock(self: *RwLock) void {
     assert(permits_before == 0); // write-unlock without the writer
 }
 
-/// The future of `read()` and `write()`.
-pub const Acquire = struct {
-    pub const Output = void;
-
-    inner: Semaphore.Acquire,
-
-    pub fn poll(self: *Acquire, cx: *Context) Poll(void) {
-        return switch (self.inner.poll(cx)) {
-            .pending => .pending,
-            .ready => |result| {
-                result catch unreachable; // an RwLock's semaphore is never closed
-                return .{ .ready = {} };
-            },
-        };
-    }
-
-    pub fn cancel(self: *Acquire) void {
-        self.inner.cancel();
-    }
-};
+/// The future of `read()` and `write()`: Output void (an RwLock's semaphore is never closed).
+pub const Acquire = Semaphore.AcquireNeverClosed;
 
 const testing = std.testing;
 const Waker = @import("../Waker.zig");

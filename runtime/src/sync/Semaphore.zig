@@ -173,6 +173,32 @@ pub fn acquire(self: *Semaphore, n: usize) Acquire {
     return .{ .semaphore = self, .permits = n };
 }
 
+/// `acquire` on a semaphore its owner never closes (Mutex, RwLock): the future's Output is
+/// `void`, and a Closed result is a broken invariant.
+pub fn acquireNeverClosed(self: *Semaphore, n: usize) AcquireNeverClosed {
+    return .{ .inner = self.acquire(n) };
+}
+
+pub const AcquireNeverClosed = struct {
+    pub const Output = void;
+
+    inner: Acquire,
+
+    pub fn poll(self: *AcquireNeverClosed, cx: *Context) Poll(void) {
+        return switch (self.inner.poll(cx)) {
+            .pending => .pending,
+            .ready => |result| {
+                result catch unreachable; // The owner never closes this semaphore.
+                return .{ .ready = {} };
+            },
+        };
+    }
+
+    pub fn cancel(self: *AcquireNeverClosed) void {
+        self.inner.cancel();
+    }
+};
+
 const TakeResult = enum { acquired, closed, insufficient };
 
 fn tryTake(self: *Semaphore, n: usize) TakeResult {
