@@ -638,3 +638,56 @@ test "a far-future timer neither hangs the runtime nor delays near ones" {
     try testing.expect(picked == .@"1");
     try testing.expect(time.nowNs() - start >= 5 * std.time.ns_per_ms);
 }
+
+// -- lost wake-up in the scheduler's own parking: a task spawned from outside after the worker's
+// last look at the queues, before it registers as asleep, must still run.
+
+const SpawnInWindow = struct {
+    var in_window = std.atomic.Value(bool).init(false);
+    var spawned = std.atomic.Value(bool).init(false);
+    var armed = std.atomic.Value(bool).init(false);
+
+    fn hook(w: *ampere.Runtime.WorkerForTests) void {
+        _ = w;
+        if (!armed.swap(false, .acq_rel)) return; // Only the first park after arming.
+        in_window.store(true, .release);
+        while (!spawned.load(.acquire)) std.Thread.yield() catch {};
+    }
+};
+
+test "a spawn between a worker's last queue check and its sleep is not lost" {
+    const rounds = ampere_testing.scaled(50, 10);
+    const rt = try Runtime.init(testing.allocator, .{ .workers = 1, .spin_before_park_ns = 0 });
+    defer rt.deinit();
+    ampere.Runtime.WorkerForTests.test_hook_before_sleep.store(SpawnInWindow.hook, .release);
+    defer ampere.Runtime.WorkerForTests.test_hook_before_sleep.store(null, .release);
+    var parker = ampere.Parker{};
+    for (0..rounds) |round| {
+        SpawnInWindow.in_window.store(false, .release);
+        SpawnInWindow.spawned.store(false, .release);
+        SpawnInWindow.armed.store(true, .release);
+        // Give the worker something so that it runs out of work and goes to park.
+        var warm = try rt.spawn(Double{ .value = 1 });
+        warm.detach();
+        while (!SpawnInWindow.in_window.load(.acquire)) std.Thread.yield() catch {};
+        var handle = try rt.spawn(Double{ .value = round }); // From outside: inject + notify.
+        SpawnInWindow.spawned.store(true, .release);
+        const w = parker.waker();
+        var cx = Context.init(&w);
+        var waited_ms: u32 = 0;
+        const value = while (true) : (waited_ms += 10) {
+            switch (handle.poll(&cx)) {
+                .ready => |r| break try r,
+                .pending => {
+                    // A lost wake-up would leave the worker asleep for good: fail, don't hang.
+                    if (waited_ms >= 5_000) {
+                        handle.detach();
+                        return error.TestUnexpectedResult;
+                    }
+                    _ = parker.parkTimeout(10 * std.time.ns_per_ms);
+                },
+            }
+        };
+        try testing.expectEqual(@as(u64, 2 * round), value);
+    }
+}

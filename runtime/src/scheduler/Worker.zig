@@ -38,6 +38,10 @@ pub const lifo_polls_max: u32 = 3;
 /// claiming timer ownership in `parkOnce`, so a test can put a registration in that window.
 pub var test_hook_before_owner_claim: if (builtin.is_test) std.atomic.Value(?*const fn (*Worker) void) else void =
     if (builtin.is_test) .init(null) else {};
+/// Tests only: runs in `park` after the worker's last look at the queues found nothing and
+/// before it registers as asleep — the window where a spawn must not be lost.
+pub var test_hook_before_sleep: if (builtin.is_test) std.atomic.Value(?*const fn (*Worker) void) else void =
+    if (builtin.is_test) .init(null) else {};
 
 local: LocalQueue = .{},
 runtime: *Runtime,
@@ -183,6 +187,7 @@ fn park(self: *Worker) void {
     const rt = self.runtime;
     assert(self.lifo == null);
     if (!self.local.isEmpty()) return;
+    if (builtin.is_test) if (test_hook_before_sleep.load(.acquire)) |hook| hook(self);
     const last_searcher = rt.idle.transitionWorkerToParked(self.index, self.is_searching);
     self.is_searching = false;
     if (last_searcher) rt.notifyIfWorkPending();
