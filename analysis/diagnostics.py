@@ -107,6 +107,10 @@ def _looks_release(build_mode: Any) -> bool:
     return isinstance(build_mode, str) and "release" in build_mode.lower()
 
 
+#: target_cpu values that mean "no CPU-specific code generation".
+GENERIC_CPUS = {"generic", "x86_64", "x86-64", "baseline"}
+
+
 def check_meta(metas: dict[str, dict[str, Any] | None]) -> list[dict[str, Any]]:
     out = []
     present = {label: meta for label, meta in metas.items() if meta is not None}
@@ -117,6 +121,14 @@ def check_meta(metas: dict[str, dict[str, Any] | None]) -> list[dict[str, Any]]:
         if not _looks_release(meta.get("build_mode")):
             out.append(_row("warning", "build_mode",
                             f"build_mode is {meta.get('build_mode')!r}, not a release build", runtime=label))
+    generic = {label: meta.get("target_cpu") for label, meta in present.items()
+               if str(meta.get("target_cpu", "")).lower() in GENERIC_CPUS}
+    if generic and len(generic) < len(present):
+        others = ", ".join(f"{label}: {meta.get('target_cpu')!r}" for label, meta in present.items() if label not in generic)
+        for label, cpu in generic.items():
+            out.append(_row("warning", "target_cpu",
+                            f"built for a generic CPU ({cpu!r}) while the other side targets a specific one ({others})",
+                            runtime=label))
     if len(present) == 2:
         (la, ma), (lb, mb) = present.items()
         a, b = ma.get("machine") or {}, mb.get("machine") or {}

@@ -1,5 +1,7 @@
-//! Records facts the metadata JSON needs at build time: the rustc version and the Tokio
-//! version locked in Cargo.lock. Rebuilds when constants.json changes (it is include_str!'d).
+//! Records facts the metadata JSON needs at build time: the rustc version, the Tokio version
+//! locked in Cargo.lock, and the rustflags this build really got (so a build that missed the
+//! repository's `.cargo/config.toml` says so in its metadata instead of claiming native).
+//! Rebuilds when constants.json changes (it is include_str!'d).
 
 use std::process::Command;
 
@@ -18,9 +20,26 @@ fn main() {
         .unwrap_or_else(|| "unknown".to_string());
     println!("cargo:rustc-env=TOKIO_BENCH_RUSTC_VERSION={version}");
 
+    // CARGO_ENCODED_RUSTFLAGS separates flags with 0x1f.
+    let flags = std::env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default().replace('\x1f', " ");
+    println!("cargo:rustc-env=TOKIO_BENCH_RUSTFLAGS={}", flags.trim());
+    println!("cargo:rustc-env=TOKIO_BENCH_TARGET_CPU={}", target_cpu(&flags));
+
     let lock = std::fs::read_to_string("Cargo.lock").unwrap_or_default();
     let tokio = locked_version(&lock, "tokio").unwrap_or_else(|| "unknown".to_string());
     println!("cargo:rustc-env=TOKIO_BENCH_TOKIO_VERSION={tokio}");
+}
+
+/// The value of `-C target-cpu=X` among the flags, or "generic" when none was given.
+fn target_cpu(flags: &str) -> String {
+    let words: Vec<&str> = flags.split_whitespace().collect();
+    for (i, word) in words.iter().enumerate() {
+        let option = if *word == "-C" { words.get(i + 1).copied() } else { word.strip_prefix("-C") };
+        if let Some(value) = option.and_then(|o| o.strip_prefix("target-cpu=")) {
+            return value.to_string();
+        }
+    }
+    "generic".to_string()
 }
 
 /// "rustc 1.95.0 (59807616e 2026-04-14)" -> "1.95.0".

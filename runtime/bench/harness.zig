@@ -7,7 +7,8 @@
 //! `ctx.markStart()` / `mark.stop()` and verifies its result after `stop`, failing with
 //! `ctx.fail(...)` (exit 1, `error: <benchmark>: <message>`).
 //!
-//! Allocation counting: one `CountingAllocator` around `std.heap.c_allocator` (glibc malloc)
+//! Allocation counting: one `CountingAllocator` around `SystemAllocator` (glibc malloc, called
+//! like Rust's `System`)
 //! serves the whole program — harness, runtime and primitives — like the Rust side's
 //! `#[global_allocator]`. `Mark.start` resets its counters and then reads the clock; `stop`
 //! reads the clock and then the counters, after every task of the iteration has been joined

@@ -8,14 +8,15 @@
 //! exits with 2.
 //!
 //! Every allocation of the program goes through one `CountingAllocator` around
-//! `std.heap.c_allocator` (glibc malloc), the allocator the benchmarks hand to the runtime
-//! and to every primitive, so runtime-internal allocations are counted as on the Rust side.
+//! `SystemAllocator` (glibc malloc, called the way Rust's `System` calls it), the allocator
+//! the benchmarks hand to the runtime and to every primitive, so runtime-internal allocations
+//! are counted as on the Rust side.
 //!
-//! Only benchmarks whose ampere primitives exist are registered (`benches`); the others are
-//! listed as missing in README.md's fairness table. No benchmark is stubbed.
+//! Every benchmark of runtime/bench/README.md is registered (`benches`); none is stubbed.
 
 const std = @import("std");
 const harness = @import("harness.zig");
+const SystemAllocator = @import("SystemAllocator.zig");
 const constants_mod = @import("constants.zig");
 const cli = @import("cli.zig");
 const output = @import("output.zig");
@@ -251,7 +252,7 @@ fn run(gpa: std.mem.Allocator, counting: *CountingAllocator, args: []const []con
 }
 
 pub fn main() u8 {
-    var counting = CountingAllocator.init(std.heap.c_allocator);
+    var counting = CountingAllocator.init(SystemAllocator.allocator);
     const gpa = counting.allocator();
     const args = std.process.argsAlloc(gpa) catch {
         std.debug.print("error: out of memory\n", .{});
@@ -270,6 +271,7 @@ pub fn main() u8 {
 }
 
 test {
+    _ = SystemAllocator;
     _ = harness;
     _ = constants_mod;
     _ = cli;

@@ -274,7 +274,8 @@ pub fn writeMeta(out: *Writer, machine: Machine) Writer.Error!void {
     try key(out, 1, false, "build_mode");
     try writeString(out, @tagName(builtin.mode));
     try key(out, 1, false, "target_cpu");
-    try writeString(out, "native");
+    // The CPU model the code was compiled for (build.zig's default target is the host).
+    try writeString(out, builtin.cpu.model.name);
     try key(out, 1, false, "allocator");
     try writeString(out, "glibc malloc via CountingAllocator");
     try key(out, 1, false, "machine");

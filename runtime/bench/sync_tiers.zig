@@ -40,15 +40,16 @@ pub fn floorCasStore(ctx: *Ctx) Error!void {
     const word = blackBox(&word_storage);
     var k: u64 = 0;
     while (k < c.warmup + c.iterations) : (k += 1) {
-        var failures: u64 = 0;
+        var swapped: u64 = 0;
         const mark = ctx.markStart();
         var i: u64 = 0;
         while (i < ops) : (i += 1) {
-            if (word.cmpxchgStrong(0, 1, .acquire, .monotonic) != null) failures += 1;
+            if (word.cmpxchgStrong(0, 1, .acquire, .monotonic) == null) swapped += 1;
             word.store(0, .release);
         }
         const sample = mark.stop();
-        try ctx.expectEq("failed compare-and-swaps", failures, 0);
+        // Counts successes, so that a loop that did not run fails the check.
+        try ctx.expectEq("successful compare-and-swaps", swapped, ops);
         try ctx.expectEq("final word", word.load(.monotonic), 0);
         ctx.record(k, c.warmup, sample);
     }

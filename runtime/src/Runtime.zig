@@ -55,7 +55,8 @@ pub const Options = struct {
     max_blocking_threads: u32 = 512,
     /// An idle blocking thread exits after this long without work.
     blocking_keep_alive_ns: u64 = 10 * std.time.ns_per_s,
-    /// A worker checks the inject queue first every this many ticks (Tokio: 31).
+    /// A worker checks the inject queue first every this many ticks (Tokio's current-thread
+    /// scheduler: 31; its multi-thread scheduler self-tunes between 2 and 127, seeded at 61).
     global_queue_interval: u32 = 31,
     /// A busy worker checks for due timers every this many ticks (Tokio: 61).
     event_interval: u32 = 61,

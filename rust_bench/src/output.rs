@@ -208,10 +208,12 @@ pub fn pretty_name(os_release: &str) -> Option<String> {
 /// The metadata JSON (`--meta`).
 pub fn meta() -> Json {
     let tokio_version = env!("TOKIO_BENCH_TOKIO_VERSION");
+    let rustflags = env!("TOKIO_BENCH_RUSTFLAGS");
     let build_mode = if cfg!(debug_assertions) {
-        "debug (NOT a release build)"
+        "debug (NOT a release build)".to_string()
     } else {
-        "release (opt-level=3, lto=fat, codegen-units=1, target-cpu=native)"
+        format!("release (opt-level=3, lto=fat, codegen-units=1, rustflags: {})",
+                if rustflags.is_empty() { "none" } else { rustflags })
     };
     Json::Obj(vec![
         ("runtime".into(), Json::str("tokio")),
@@ -219,8 +221,8 @@ pub fn meta() -> Json {
         ("compiler".into(), Json::str("rustc")),
         ("compiler_version".into(), Json::str(env!("TOKIO_BENCH_RUSTC_VERSION"))),
         ("tokio_version".into(), Json::str(tokio_version)),
-        ("build_mode".into(), Json::str(build_mode)),
-        ("target_cpu".into(), Json::str("native")),
+        ("build_mode".into(), Json::str(&build_mode)),
+        ("target_cpu".into(), Json::str(env!("TOKIO_BENCH_TARGET_CPU"))),
         ("allocator".into(), Json::str("glibc malloc via counting GlobalAlloc")),
         ("machine".into(), machine()),
     ])

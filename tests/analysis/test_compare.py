@@ -244,3 +244,14 @@ def test_drift_needs_an_effect_not_only_significance():
     assert frame.loc[0, "kendall_pvalue"] < 0.01 and abs(frame.loc[0, "kendall_tau"]) < DRIFT_TAU_MIN
     flagged = {row["benchmark"] for row in check_drift(frame)}
     assert flagged == {"strong"}
+
+
+def test_generic_cpu_build_on_one_side_is_flagged():
+    from analysis.diagnostics import check_meta
+    tuned = {"build_mode": "ReleaseFast", "target_cpu": "sapphirerapids", "machine": {"cores": 2}}
+    generic = {"build_mode": "release (opt-level=3, lto=fat, codegen-units=1, rustflags: none)",
+               "target_cpu": "generic", "machine": {"cores": 2}}
+    rows = check_meta({"ampere": tuned, "tokio": generic})
+    assert [(r["code"], r["runtime"]) for r in rows] == [("target_cpu", "tokio")]
+    both_native = dict(generic, target_cpu="native")
+    assert check_meta({"ampere": tuned, "tokio": both_native}) == []
