@@ -33,7 +33,6 @@ const Allocator = std.mem.Allocator;
 
 const future = @import("future.zig");
 const context = @import("context.zig");
-const budget = @import("budget.zig");
 const Header = @import("task/Header.zig");
 const Cell = @import("task/cell.zig").Cell;
 const JoinHandle = @import("task/join_handle.zig").JoinHandle;
@@ -68,10 +67,10 @@ pub const Options = struct {
 };
 
 pub const SpawnError = Allocator.Error || error{Shutdown};
+pub const SpawnBlockingError = SpawnError || error{ThreadSpawn};
 
 /// The worker type, exposed for the runtime's own tests (hooks, worker fields).
 pub const WorkerForTests = Worker;
-pub const SpawnBlockingError = SpawnError || error{ThreadSpawn};
 
 allocator: Allocator,
 options: Options,

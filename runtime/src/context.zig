@@ -3,7 +3,6 @@
 //! duration, and by blocking-pool threads; read by `ampere.spawn`, `ampere.time.sleep` and
 //! the scheduler's "is this wake local?" check.
 
-const std = @import("std");
 const Runtime = @import("Runtime.zig");
 const Worker = @import("scheduler/Worker.zig");
 

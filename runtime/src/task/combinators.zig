@@ -178,7 +178,6 @@ pub fn joinAll(futures: anytype, results: []?future.OutputOf(ElementOf(@TypeOf(f
 
 // -- tests -------------------------------------------------------------------------------
 
-const Waker = @import("../Waker.zig");
 
 /// Ready after `polls_needed` polls; counts cancels.
 const Countdown = struct {

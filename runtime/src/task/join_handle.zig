@@ -11,7 +11,6 @@
 //! cancellation; the handle must still be awaited or detached afterwards.
 
 const std = @import("std");
-const assert = std.debug.assert;
 const future = @import("../future.zig");
 const budget = @import("../budget.zig");
 const Header = @import("Header.zig");
