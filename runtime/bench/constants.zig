@@ -25,14 +25,6 @@ pub const List = struct {
     pub fn items(self: *const List) []const u64 {
         return self.buffer[0..self.len];
     }
-
-    pub fn fromSlice(values: []const u64) error{TooLong}!List {
-        if (values.len > list_capacity) return error.TooLong;
-        var list = List{};
-        @memcpy(list.buffer[0..values.len], values);
-        list.len = values.len;
-        return list;
-    }
 };
 
 /// Effective constants of one run. Field order is the canonical output order: scalars in

@@ -61,10 +61,6 @@ pub fn noop() Waker {
     return .{ .data = null, .vtable = &noop_vtable };
 }
 
-pub fn isNoop(self: *const Waker) bool {
-    return self.vtable == &noop_vtable;
-}
-
 const noop_vtable = VTable{
     .clone = noopClone,
     .wake = noopWake,

@@ -447,7 +447,9 @@ test "join waker: registered before completion is woken once; late registration 
         var cx = Context.init(&w);
         try testing.expect(handle.poll(&cx) == .pending);
         try testing.expect(handle.poll(&cx) == .pending); // Same waker: not replaced.
+        try testing.expect(!handle.isFinished());
         runBare(&cell.header);
+        try testing.expect(handle.isFinished());
         try testing.expectEqual(@as(u32, 1), counter.wakeCount());
         try testing.expectEqual(@as(u64, 10), try handle.poll(&cx).ready);
         try testing.expectEqual(@as(i32, 1), counter.outstanding()); // Only `w` itself.
