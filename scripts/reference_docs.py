@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from analysis import compare, echo_table, load_run, machine_table  # noqa: E402
 from analysis import plots  # noqa: E402
-from analysis.render import render  # noqa: E402
+from analysis.render import fmt_ns, render  # noqa: E402
 
 FIGURE = ROOT / "docs" / "img" / "reference-micro-forest.png"
 RESULTS = ROOT / "runtime" / "bench" / "RESULTS.md"
@@ -36,13 +36,6 @@ def write_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text)
     tmp.replace(path)
-
-
-def fmt_ns(ns: float) -> str:
-    for unit, scale in (("ms", 1e6), ("µs", 1e3)):
-        if ns >= scale:
-            return f"{ns / scale:.2f} {unit}"
-    return f"{ns:.0f} ns"
 
 
 def forest(comparison) -> None:
