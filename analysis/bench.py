@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
 import queue
 import re
@@ -50,6 +49,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .errors import AnalysisError, DataError, RunFailed
+from .files import write_json_atomic
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RUNTIMES = ("ampere", "tokio")
@@ -198,16 +198,6 @@ def iso(moment: datetime) -> str:
 def short_hostname() -> str:
     name = socket.gethostname().split(".")[0]
     return re.sub(r"[^A-Za-z0-9_-]", "-", name) or "host"
-
-
-def write_json_atomic(path: Path, value: Any) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as out:
-        json.dump(value, out, indent=2, sort_keys=False)
-        out.write("\n")
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, path)
 
 
 def create_run_dir(data_dir: str | None, started: datetime) -> tuple[str, Path]:

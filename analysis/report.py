@@ -52,6 +52,7 @@ from typing import Any, Callable, Sequence
 
 from . import stats
 from .errors import AnalysisError
+from .files import file_mode, write_text_atomic
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_DIR = REPO_ROOT / "notebooks"
@@ -113,29 +114,6 @@ def display_path(path: Path) -> str:
 def one_line(text: Any, limit: int = 300) -> str:
     flat = " ".join(str(text).split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write text to `path` via a temporary file in the same folder and a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 # -- kernel -----------------------------------------------------------------------------------
@@ -272,7 +250,7 @@ def _execute(papermill: Any, source: Path, tmp: Path, target: Path, failed: Path
             where = ""
         raise NotebookFailed(f"report: {shown} {where}{type(exc).__name__}: {one_line(exc) or 'no message'} "
                              f"(kernel log: {display_path(log_path)})") from None
-    os.chmod(tmp, 0o666 & ~_umask())
+    os.chmod(tmp, file_mode())
     os.replace(tmp, target)
 
 

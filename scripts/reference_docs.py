@@ -26,16 +26,11 @@ sys.path.insert(0, str(ROOT))
 
 from analysis import compare, echo_table, load_run, machine_table  # noqa: E402
 from analysis import plots  # noqa: E402
+from analysis.files import write_text_atomic  # noqa: E402
 from analysis.render import fmt_ns, render  # noqa: E402
 
 FIGURE = ROOT / "docs" / "img" / "reference-micro-forest.png"
 RESULTS = ROOT / "runtime" / "bench" / "RESULTS.md"
-
-
-def write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
 
 
 def forest(comparison) -> None:
@@ -139,7 +134,7 @@ def main() -> int:
     run = load_run(args.run, data_dir=data_dir)
     comparison = compare(run)
     forest(comparison)
-    write_atomic(RESULTS, results_markdown(run, comparison))
+    write_text_atomic(RESULTS, results_markdown(run, comparison))
     print(FIGURE)
     print(RESULTS)
     return 0

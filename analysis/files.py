@@ -1,0 +1,41 @@
+"""Atomic file writes: every file the lab writes (run folders, reports, generated docs) goes
+through a temporary file in the same folder, is flushed to disk, and is renamed into place, so
+a reader never sees half a file and a failed write leaves the old file intact."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def file_mode() -> int:
+    """The mode a plainly created file gets (0o666 minus the umask); mkstemp uses 0o600."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write text to `path` via a temporary file in the same folder and a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(tmp, file_mode())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def write_json_atomic(path: Path, value: Any) -> None:
+    """`value` as indented JSON (key order kept), written atomically."""
+    write_text_atomic(path, json.dumps(value, indent=2) + "\n")
