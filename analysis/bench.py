@@ -59,9 +59,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from . import child, schema
-from .build import BINARIES, REPO_ROOT, build
+from .build import BINARIES, REPO_ROOT, RUNTIMES, build
+from .compare import compare
 from .errors import AnalysisError, DataError, RunFailed
 from .files import write_json_atomic
+from .load import read_bench_csv, read_json_object, runs_dir, validate_meta_json
+from .options import add_stat_options
+from .render import render_table, use_color
 
 #: Process invocations per variant when --invocations is not given. The full value is what the
 #: interval-coverage simulation of the statistics tests assumes (it imports this constant);
@@ -88,7 +92,6 @@ WARMUP_NOTE = ("one discarded invocation of every variant, in the run's order an
 @dataclass(frozen=True)
 class Variant:
     """A named runtime configuration of runtime/bench/variants.json."""
-
     name: str
     runtime: str
     settings: dict[str, Any]
@@ -100,9 +103,6 @@ class Variant:
 
 def load_variants(root: Path) -> dict[str, Variant]:
     """Every variant of runtime/bench/variants.json, validated (DataError on a bad file)."""
-    from .build import RUNTIMES
-    from .load import read_json_object
-
     path = root / VARIANTS_FILE
     doc = read_json_object(path)
     entries = doc.get("variants")
@@ -129,7 +129,6 @@ def load_variants(root: Path) -> dict[str, Variant]:
 @dataclass
 class BenchOptions:
     """What to run. None fields take the profile's default (see the resolved properties)."""
-
     suite: str = "all"
     quick: bool = False
     invocations: int | None = None
@@ -179,8 +178,6 @@ def default_workers(profile: str, logical_cores: int) -> tuple[int, ...]:
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    from .cli import add_stat_options
-
     p = sub.add_parser("bench", parents=[common], help="run the benchmark programs and record a run folder",
                        description="Run the runtime variants' benchmark programs alternately under a watchdog, "
                                    "after a discarded warm-up invocation of each, and record data/runs/<run_id>/.")
@@ -253,10 +250,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     options = options_from_args(args)
     run_dir = run_bench(options)
     if args.compare:
-        from .compare import compare
-        from .render import render_table, use_color
-
-        result = compare(run_dir, tie_band=args.tie_band, confidence=args.confidence, n_resamples=args.resamples)
+        result = compare(run_dir, tie_band=args.tie_band, confidence=args.confidence)
         sys.stdout.write("\n" + render_table(result, color=use_color(args.color)))
     return 0
 
@@ -264,8 +258,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
 # -- constants --------------------------------------------------------------------------------
 
 def load_profile(root: Path, profile: str) -> dict[str, Any]:
-    from .load import read_json_object
-
     path = root / CONSTANTS_FILE
     doc = read_json_object(path)
     profiles = doc.get("profiles")
@@ -317,8 +309,6 @@ def short_hostname() -> str:
 
 
 def create_run_dir(data_dir: str | None, started: datetime) -> tuple[str, Path]:
-    from .load import runs_dir
-
     run_id = f"{started.strftime('%Y%m%dT%H%M%SZ')}-{short_hostname()}"
     root = runs_dir(data_dir)
     root.mkdir(parents=True, exist_ok=True)
@@ -380,7 +370,6 @@ def merge_csvs(parts: list[Path], target: Path) -> None:
 
 class StepFailed(Exception):
     """A failed step of a run; becomes failed.json."""
-
     def __init__(self, step: str, reason: str, runtime: str | None = None, invocation: int | None = None,
                  benchmark: str | None = None, signal: str | None = None) -> None:
         super().__init__(reason)
@@ -529,8 +518,6 @@ def _fmt_done(fields: dict[str, str]) -> str:
 
 def check_outputs(inv: Invocation, workers: tuple[int, ...]) -> None:
     """The invocation's CSV and meta exist and validate, are schema 2, and hold its rows."""
-    from .load import read_bench_csv, read_json_object, validate_meta_json
-
     for path, kind in ((inv.csv, "CSV"), (inv.meta, "meta JSON")):
         if not path.is_file():
             raise StepFailed("invocation", f"program exited 0 but wrote no {kind} ({path.name})", inv.runtime, inv.index)
@@ -598,8 +585,6 @@ def plan_warmup(options: BenchOptions, folder: Path) -> list[Invocation]:
 
 def finish(options: BenchOptions, folder: Path, invocations: list[Invocation]) -> list[str]:
     """Merge, validate and copy meta; returns warnings for run.json."""
-    from .load import read_bench_csv, read_json_object
-
     warnings: list[str] = []
     for rt in options.variant_names:
         mine = [inv for inv in invocations if inv.runtime == rt]
@@ -648,7 +633,6 @@ def suites_present(options: BenchOptions, invocations: list[Invocation]) -> list
 @dataclass
 class _Run:
     """State of a run in progress, for failed.json."""
-
     run_id: str
     folder: Path
     started: datetime

@@ -21,20 +21,18 @@ import importlib.util
 import sys
 from typing import Sequence
 
-from . import stats
+import pandas as pd
+
+from . import bench, build
+from .compare import compare, diff_runs
 from .errors import AnalysisError, RunFailed
+from .load import load_run, run_history, runs_dir
+from .options import add_stat_options
+from .render import box_table, render, use_color
 
 #: Optional subcommand modules, registered when importable (the report engineer adds report.py).
 PLUGIN_MODULES: tuple[str, ...] = ("analysis.report",)
 FORMATS = ("table", "json", "csv", "markdown")
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    return value
 
 
 def common_parser() -> argparse.ArgumentParser:
@@ -44,15 +42,6 @@ def common_parser() -> argparse.ArgumentParser:
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                         help="show Python tracebacks for unexpected errors")
     return common
-
-
-def add_stat_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--tie-band", type=_positive_float, default=stats.DEFAULT_TIE_BAND,
-                        help="ratios within [1/(1+band), 1+band] count as ties (default 0.05)")
-    parser.add_argument("--confidence", type=_positive_float, default=stats.DEFAULT_CONFIDENCE,
-                        help="confidence level of every interval (default 0.95)")
-    parser.add_argument("--resamples", type=int, default=stats.DEFAULT_RESAMPLES,
-                        help="bootstrap resamples (default 9999)")
 
 
 def _register_compare(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -69,11 +58,13 @@ def _register_compare(sub: argparse._SubParsersAction, common: argparse.Argument
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from .compare import compare
-    from .render import render, use_color
-
-    result = compare(args.run, baseline=args.baseline, candidate=args.candidate, tie_band=args.tie_band,
-                     confidence=args.confidence, n_resamples=args.resamples, data_dir=args.data_dir)
+    run = load_run(args.run, args.data_dir)
+    missing = [rt for rt in (args.baseline, args.candidate) if rt not in run.runtimes]
+    if missing:
+        raise AnalysisError(f"{run.path}: no {' and no '.join(f'{rt}.csv' for rt in missing)}: nothing to compare "
+                            f"(runtimes in the run: {', '.join(run.runtimes)})")
+    result = compare(run, baseline=args.baseline, candidate=args.candidate, tie_band=args.tie_band,
+                     confidence=args.confidence)
     sys.stdout.write(render(result, args.format, color=use_color(args.color)))
     return 0
 
@@ -87,9 +78,6 @@ def _register_runs(sub: argparse._SubParsersAction, common: argparse.ArgumentPar
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    from .load import run_history, runs_dir
-    from .render import box_table
-
     history = run_history(args.data_dir)
     if history.empty:
         print(f"no runs in {runs_dir(args.data_dir)}")
@@ -110,8 +98,6 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 def _missing(value: object) -> bool:
     """None, NaN or NaT (pandas turns None into NaN in string columns)."""
-    import pandas as pd
-
     return value is None or (not isinstance(value, (list, dict, str)) and bool(pd.isna(value)))
 
 
@@ -129,11 +115,8 @@ def _register_diff(sub: argparse._SubParsersAction, common: argparse.ArgumentPar
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    from .compare import diff_runs
-    from .render import render, use_color
-
     result = diff_runs(args.run_a, args.run_b, runtime=args.runtime, tie_band=args.tie_band,
-                       confidence=args.confidence, n_resamples=args.resamples, data_dir=args.data_dir)
+                       confidence=args.confidence, data_dir=args.data_dir)
     sys.stdout.write(render(result, args.format, color=use_color(args.color)))
     regressed = result.benchmarks[result.benchmarks["regressed"]]
     if not regressed.empty:
@@ -152,8 +135,6 @@ def build_parser() -> argparse.ArgumentParser:
     _register_compare(sub, common)
     _register_runs(sub, common)
     _register_diff(sub, common)
-    from . import bench, build
-
     bench.register(sub, common)
     build.register(sub, common)
     for name in PLUGIN_MODULES:

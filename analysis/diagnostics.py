@@ -1,6 +1,9 @@
-"""Diagnostics printed with the results: reasons not to trust a number.
+"""Diagnostics: reasons not to trust a number, as structured records (never text to parse back).
 
-Each check returns rows of `Comparison.diagnostics` (level `warning` or `info`):
+`diagnose` turns the frames of a comparison (benchmarks.analyse) and the two sides' metadata
+into a frame of records (DIAGNOSTIC_COLUMNS: level, code, the benchmark key, runtime, message);
+the CLI, the JSON document and the notebooks all show these records. Each check returns rows
+(level `warning` or `info`):
 - few_samples: fewer than schema.MIN_SAMPLES values on a side (a 95% median CI is then
   [min, max] at best, and the interval is flagged `widest`);
 - quantisation: few distinct timings (< half of the values distinct), or every elapsed_ns a
@@ -19,17 +22,22 @@ Each check returns rows of `Comparison.diagnostics` (level `warning` or `info`):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from . import schema
-from .compare import DIAGNOSTIC_COLUMNS, DRIFT_ALPHA, DRIFT_FDR, DRIFT_TAU_MIN
 
-if TYPE_CHECKING:
-    from .compare import Comparison
-
+DIAGNOSTIC_COLUMNS = ["level", "code", "suite", "tier", "benchmark", "param", "workers", "runtime", "message"]
+#: Drift test: Kendall tau of elapsed vs iteration within an invocation is flagged when its
+#: p-value is below DRIFT_ALPHA, its Benjamini-Hochberg q-value across all invocations of the
+#: comparison is below DRIFT_FDR (without the FDR step ~1% of invocations would be flagged by
+#: chance), and |tau| is at least DRIFT_TAU_MIN: with 500 echo batches a negligible trend
+#: (|tau| ~ 0.1) has p ~ 1e-4, so significance alone would flag nearly every echo row.
+DRIFT_ALPHA = 0.01
+DRIFT_FDR = 0.05
+DRIFT_TAU_MIN = 0.3
 #: Share of variance between invocations above which (with F-test p < DRIFT_ALPHA) we say so.
 INVOCATION_SHARE_NOTE = 0.5
 
@@ -38,12 +46,17 @@ def _row(level: str, code: str, message: str, ident: dict[str, Any] | None = Non
          runtime: str | None = None) -> dict[str, Any]:
     ident = ident or {}
     return {"level": level, "code": code, "suite": ident.get("suite"), "tier": ident.get("tier"),
-            "benchmark": ident.get("benchmark"), "param": ident.get("param"), "runtime": runtime,
-            "message": message}
+            "benchmark": ident.get("benchmark"), "param": ident.get("param"), "workers": ident.get("workers"),
+            "runtime": runtime, "message": message}
+
+
+def _workers(value: Any) -> int | None:
+    return None if pd.isna(value) else int(value)
 
 
 def _ident(row: Any) -> dict[str, Any]:
-    return {"suite": row["suite"], "tier": int(row["tier"]), "benchmark": row["benchmark"], "param": row["param"]}
+    return {"suite": row["suite"], "tier": int(row["tier"]), "benchmark": row["benchmark"], "param": row["param"],
+            "workers": _workers(row["workers"])}
 
 
 def check_samples(sides: pd.DataFrame) -> list[dict[str, Any]]:
@@ -63,12 +76,12 @@ def check_samples(sides: pd.DataFrame) -> list[dict[str, Any]]:
 
 def check_quantisation(label: str, rows: pd.DataFrame) -> list[dict[str, Any]]:
     out = []
-    for key, group in rows.groupby(list(schema.BENCH_KEY), sort=False):
+    for key, group in rows.groupby(list(schema.BENCH_KEY), sort=False, dropna=False):
         elapsed = group["elapsed_ns"].to_numpy()
         if elapsed.size < schema.MIN_SAMPLES:
             continue
         ident = dict(zip(schema.BENCH_KEY, key))
-        ident["tier"] = int(ident["tier"])
+        ident.update(tier=int(ident["tier"]), workers=_workers(ident["workers"]))
         distinct = np.unique(elapsed).size
         if distinct * 2 < elapsed.size:
             out.append(_row("warning", "quantisation",
@@ -85,9 +98,9 @@ def check_drift(invocations: pd.DataFrame) -> list[dict[str, Any]]:
     out = []
     if invocations.empty:
         return out
-    for (suite, tier, name, param, runtime), group in invocations.groupby(
-            ["suite", "tier", "benchmark", "param", "runtime"], sort=False):
-        ident = {"suite": suite, "tier": int(tier), "benchmark": name, "param": param}
+    for (suite, tier, name, param, workers, runtime), group in invocations.groupby(
+            [*schema.BENCH_KEY, "runtime"], sort=False, dropna=False):
+        ident = {"suite": suite, "tier": int(tier), "benchmark": name, "param": param, "workers": _workers(workers)}
         trend = group[(group["kendall_pvalue"] < DRIFT_ALPHA) & (group["kendall_qvalue"] < DRIFT_FDR)
                       & (group["kendall_tau"].abs() >= DRIFT_TAU_MIN)]
         if not trend.empty:
@@ -141,14 +154,21 @@ def check_meta(metas: dict[str, dict[str, Any] | None]) -> list[dict[str, Any]]:
 
 def check_oversubscribed(metas: dict[str, dict[str, Any] | None], constants: dict[str, Any],
                          benchmarks: pd.DataFrame) -> list[dict[str, Any]]:
+    """Tier 3-4 rows that ran more workers than the machine has logical cores (per worker count)."""
     cores = [m.get("machine", {}).get("logical_cores") for m in metas.values() if m]
     cores = [c for c in cores if isinstance(c, int)]
-    workers = constants.get("num_workers")
     tiers = benchmarks[(benchmarks["suite"] == "micro") & benchmarks["tier"].isin(schema.OVERSUBSCRIBED_TIERS)]
-    if not cores or not isinstance(workers, int) or tiers.empty or min(cores) >= workers:
+    if not cores or tiers.empty:
         return []
+    recorded = sorted({int(w) for w in tiers["workers"].dropna()})
+    default = constants.get("num_workers")
+    counts = recorded or ([default] if isinstance(default, int) else [])
+    over = [w for w in counts if w > min(cores)]
+    if not over:
+        return []
+    listed = ", ".join(map(str, over))
     return [_row("warning", "oversubscribed",
-                 f"machine has {min(cores)} logical cores < num_workers {workers}: Tier 3-4 oversubscribe "
+                 f"machine has {min(cores)} logical cores < {listed} workers: those Tier 3-4 rows oversubscribe "
                  "the CPU and their timings may be bimodal")]
 
 
@@ -183,23 +203,29 @@ def check_info(benchmarks: pd.DataFrame, sides: pd.DataFrame, compared: bool) ->
     return out
 
 
-def diagnose(comparison: "Comparison", sources: dict[str, pd.DataFrame],
-             metas: dict[str, dict[str, Any] | None], constants: dict[str, Any]) -> pd.DataFrame:
-    """All diagnostics of a comparison, warnings first, then in benchmark order."""
+def diagnose(benchmarks: pd.DataFrame, runtimes: pd.DataFrame, invocations: pd.DataFrame,
+             sources: dict[str, pd.DataFrame], metas: dict[str, dict[str, Any] | None],
+             constants: dict[str, Any], compared: bool) -> pd.DataFrame:
+    """All diagnostics of a comparison, warnings first, then in benchmark order.
+
+    `sources`: each side's rows by its label; `metas`: each side's meta.json (None: missing).
+    """
     rows: list[dict[str, Any]] = []
     rows += check_meta(metas)
-    rows += check_oversubscribed(metas, constants, comparison.benchmarks)
-    rows += check_controls(comparison.benchmarks)
-    rows += check_samples(comparison.runtimes)
+    rows += check_oversubscribed(metas, constants, benchmarks)
+    rows += check_controls(benchmarks)
+    rows += check_samples(runtimes)
     for label, frame in sources.items():
         rows += check_quantisation(label, frame)
-    rows += check_drift(comparison.invocations)
-    rows += check_info(comparison.benchmarks, comparison.runtimes, comparison.compared)
+    rows += check_drift(invocations)
+    rows += check_info(benchmarks, runtimes, compared)
     frame = pd.DataFrame.from_records(rows, columns=DIAGNOSTIC_COLUMNS)
+    frame["workers"] = frame["workers"].astype("Int64")
     if frame.empty:
         return frame
     frame["_level"] = (frame["level"] != "warning").astype(int)
-    frame["_order"] = [schema.bench_sort_key(s, int(t), b, p) if isinstance(b, str) else ()
-                       for s, t, b, p in zip(frame["suite"], frame["tier"].fillna(0), frame["benchmark"], frame["param"])]
+    frame["_order"] = [schema.bench_sort_key(s, int(t), b, p, w) if isinstance(b, str) else ()
+                       for s, t, b, p, w in zip(frame["suite"], frame["tier"].fillna(0), frame["benchmark"],
+                                                frame["param"], frame["workers"])]
     frame = frame.sort_values(["_level", "_order"], kind="stable").drop(columns=["_level", "_order"])
     return frame.reset_index(drop=True)

@@ -1,27 +1,28 @@
 """Output formats of `compare` and `diff`: Unicode box table, markdown, CSV and JSON.
 
-The box table groups rows by tier (Tier 0 controls first, then tiers 1-4, then echo), with
-the seeds' columns (Benchmark | candidate | baseline | B/op candidate | B/op baseline | Winner)
-plus the ratio with its interval and the verdict. Colours: green win, red loss, dim tie,
-yellow inconclusive; off when stdout is not a terminal or NO_COLOR is set (non-empty).
+The box table groups rows by tier (Tier 0 controls first, then tiers 1-4, then echo and net),
+with the seeds' columns (Benchmark | candidate | baseline | B/op candidate | B/op baseline |
+Winner) plus the ratio with its interval and the verdict, and — when the run recorded CPU time —
+the CPU ratio with its interval and verdict. Colours: green win, red loss, dim tie, yellow
+inconclusive; off when stdout is not a terminal or NO_COLOR is set (non-empty). The JSON
+document is built by document.py.
 """
 
 from __future__ import annotations
 
 import io
 import json
-import math
 import os
 import re
 import sys
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import pandas as pd
 
 from . import schema
-
-if TYPE_CHECKING:
-    from .compare import Comparison
+from .compare import Comparison
+from .document import comparison_to_dict
+from .fmt import finite, fmt_amount, fmt_ns, fmt_ratio, fmt_ratio_ci
 
 ANSI = {"win": "\x1b[32m", "loss": "\x1b[31m", "tie": "\x1b[2m", "inconclusive": "\x1b[33m",
         "bold": "\x1b[1m", "warning": "\x1b[33m", "reset": "\x1b[0m"}
@@ -46,53 +47,6 @@ def paint(text: str, style: str | None, color: bool) -> str:
 
 def visible_len(text: str) -> int:
     return len(_ANSI_RE.sub("", text))
-
-
-# -- number formatting ------------------------------------------------------------------------
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def fmt_ns(value: Any) -> str:
-    """A duration in ns with 3 significant digits and a unit: 12.3 ns, 4.56 µs, 7.89 ms, 1.23 s."""
-    if not _finite(value):
-        return "—"
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
-        if abs(value) >= scale:
-            return f"{_sig3(value / scale)} {unit}"
-    return f"{_sig3(value)} ns"
-
-
-def _sig3(value: float) -> str:
-    if abs(value) >= 100:
-        return f"{value:,.0f}"
-    if abs(value) >= 10:
-        return f"{value:.1f}"
-    return f"{value:.2f}"
-
-
-def fmt_amount(value: Any) -> str:
-    """Bytes or allocations per op: 0, 0.13, 21.0, 1,064."""
-    if not _finite(value):
-        return "—"
-    if value == 0:
-        return "0"
-    if float(value).is_integer():
-        return f"{value:,.0f}"
-    return _sig3(value)
-
-
-def fmt_ratio(value: Any) -> str:
-    return f"{value:.3f}" if _finite(value) else "—"
-
-
-def fmt_ratio_ci(ratio: Any, low: Any, high: Any) -> str:
-    if not _finite(ratio):
-        return "—"
-    if not (_finite(low) and _finite(high)):
-        return f"{ratio:.3f}x [no CI]"
-    return f"{ratio:.3f}x [{low:.3f}, {high:.3f}]"
 
 
 def winner(verdict: Any, ratio: Any, baseline: str, candidate: str) -> str:
@@ -165,13 +119,18 @@ def box_table(header: Sequence[str], rows: Iterable[Row], align: Sequence[str] |
     return "\n".join(out)
 
 
-def _group_rows(comparison: "Comparison") -> list[tuple[str, pd.DataFrame]]:
-    from .compare import iter_groups
+def tier_groups(benchmarks: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """(group title, rows) in display order: Tier 0 controls, tiers 1-4, then echo and net."""
+    return [(schema.group_title(suite, int(tier)), rows)
+            for (suite, tier), rows in benchmarks.groupby(["suite", "tier"], sort=False)]
 
-    return list(iter_groups(comparison.benchmarks))
+
+def has_cpu(comparison: Comparison) -> bool:
+    """Whether any compared row has a CPU ratio (schema 2 runs record CPU time)."""
+    return bool(comparison.benchmarks["cpu_ratio"].notna().any())
 
 
-def comparison_rows(comparison: "Comparison", color: bool) -> tuple[list[str], list[Row]]:
+def comparison_rows(comparison: Comparison, color: bool) -> tuple[list[str], list[Row]]:
     b, c = comparison.baseline, comparison.candidate
     bn, cn = schema.display_name(b), schema.display_name(c)
     if not comparison.compared:
@@ -179,42 +138,48 @@ def comparison_rows(comparison: "Comparison", color: bool) -> tuple[list[str], l
         role = "candidate" if present == c else "baseline"
         header = ["Benchmark", f"{schema.display_name(present)} median [CI]", "B/op", "allocs/op", "n", "rCV"]
         rows: list[Row] = []
-        for title, group in _group_rows(comparison):
+        for title, group in tier_groups(comparison.benchmarks):
             rows.append(title)
             for r in group.to_dict("records"):
                 rows.append([r["label"], f"{fmt_ns(r[f'{role}_median_ns_per_op'])} "
                              f"[{fmt_ns(r[f'{role}_ci_low'])}, {fmt_ns(r[f'{role}_ci_high'])}]",
                              fmt_amount(r[f"{role}_bytes_per_op"]), fmt_amount(r[f"{role}_allocs_per_op"]),
-                             str(int(r[f"{role}_n"])) if _finite(r[f"{role}_n"]) else "—",
-                             f"{r[f'{role}_rcv']:.1%}" if _finite(r[f"{role}_rcv"]) else "—"])
+                             str(int(r[f"{role}_n"])) if finite(r[f"{role}_n"]) else "—",
+                             f"{r[f'{role}_rcv']:.1%}" if finite(r[f"{role}_rcv"]) else "—"])
         return header, rows
     diff = "run_a" in comparison.extra
+    cpu = has_cpu(comparison)
     header = ["Benchmark", cn, bn, f"B/op {cn}", f"B/op {bn}", f"{bn}/{cn} [{comparison.confidence:.0%} CI]",
-              "Verdict", "Change" if diff else "Winner"]
+              "Verdict", "Change" if diff else "Winner"] + (["CPU ratio [CI]", "CPU verdict"] if cpu else [])
     rows = []
-    for title, group in _group_rows(comparison):
+    for title, group in tier_groups(comparison.benchmarks):
         rows.append(title)
         for r in group.to_dict("records"):
             verdict = r["verdict"] if isinstance(r["verdict"], str) else None
-            style = verdict
-            rows.append([
+            row = [
                 r["label"], fmt_ns(r["candidate_median_ns_per_op"]), fmt_ns(r["baseline_median_ns_per_op"]),
                 fmt_amount(r["candidate_bytes_per_op"]), fmt_amount(r["baseline_bytes_per_op"]),
                 fmt_ratio_ci(r["ratio"], r["ratio_ci_low"], r["ratio_ci_high"]),
-                paint(verdict or "n/a", style, color),
-                paint(diff_words(verdict, r["ratio"]) if diff else winner(verdict, r["ratio"], b, c), style, color),
-            ])
+                paint(verdict or "n/a", verdict, color),
+                paint(diff_words(verdict, r["ratio"]) if diff else winner(verdict, r["ratio"], b, c), verdict, color),
+            ]
+            if cpu:
+                cpu_verdict = r["cpu_verdict"] if isinstance(r["cpu_verdict"], str) else None
+                row += [fmt_ratio_ci(r["cpu_ratio"], r["cpu_ratio_ci_low"], r["cpu_ratio_ci_high"]),
+                        paint(cpu_verdict or "not recorded", cpu_verdict, color)]
+            rows.append(row)
     return header, rows
 
 
-def _align(header: Sequence[str], comparison: "Comparison") -> list[str]:
+def _align(header: Sequence[str], comparison: Comparison) -> list[str]:
     """Text columns left, numbers right; the verdict and winner columns are text."""
     if not comparison.compared:
         return ["l"] + ["r"] * (len(header) - 1)
-    return ["l"] + ["r"] * (len(header) - 3) + ["l", "l"]
+    align = ["l"] + ["r"] * 5 + ["l", "l"]
+    return align + ["r", "l"] if len(header) > len(align) else align
 
 
-def echo_rows(comparison: "Comparison") -> tuple[list[str], list[Row]]:
+def echo_rows(comparison: Comparison) -> tuple[list[str], list[Row]]:
     header = ["Benchmark", "Runtime", "avg [CI]", "min", "p75", "p99 [CI]", "max", "avg ratio [CI]", "p99 ratio"]
     rows: list[Row] = []
     for r in comparison.echo.to_dict("records"):
@@ -230,7 +195,7 @@ def echo_rows(comparison: "Comparison") -> tuple[list[str], list[Row]]:
     return header, rows
 
 
-def preamble(comparison: "Comparison") -> list[str]:
+def preamble(comparison: Comparison) -> list[str]:
     b, c = schema.display_name(comparison.baseline), schema.display_name(comparison.candidate)
     band = comparison.tie_band
     if "run_a" in comparison.extra:
@@ -241,12 +206,14 @@ def preamble(comparison: "Comparison") -> list[str]:
                 "loss = regression in B"]
     if not comparison.compared:
         return [f"run {comparison.run_id}: describing one runtime (nothing to compare against)"]
+    cpu = (f"CPU ratio = {b} / {c} CPU ns per op (> 1: {c} uses less CPU)" if has_cpu(comparison)
+           else "CPU time: not recorded in this run")
     return [f"run {comparison.run_id}: {c} (candidate) vs {b} (baseline)",
             f"ratio = {b} median / {c} median ns/op (> 1: {c} faster); tie band "
-            f"[{1 / (1 + band):.3f}, {1 + band:.3f}] (log-symmetric); {comparison.confidence:.0%} intervals"]
+            f"[{1 / (1 + band):.3f}, {1 + band:.3f}] (log-symmetric); {comparison.confidence:.0%} intervals; {cpu}"]
 
 
-def diagnostic_lines(comparison: "Comparison", color: bool) -> list[str]:
+def diagnostic_lines(comparison: Comparison, color: bool) -> list[str]:
     """Warnings one per line; informational notes grouped into one line per kind."""
     lines: list[str] = []
     notes: dict[str, list[str]] = {}
@@ -266,7 +233,7 @@ def diagnostic_lines(comparison: "Comparison", color: bool) -> list[str]:
     return lines
 
 
-def render_table(comparison: "Comparison", color: bool = False) -> str:
+def render_table(comparison: Comparison, color: bool = False) -> str:
     header, rows = comparison_rows(comparison, color)
     parts = preamble(comparison) + [box_table(header, rows, _align(header, comparison))]
     if not comparison.echo.empty:
@@ -293,7 +260,7 @@ def md_table(header: Sequence[str], rows: Iterable[Sequence[str]], align: Sequen
     return "\n".join(out)
 
 
-def render_markdown(comparison: "Comparison") -> str:
+def render_markdown(comparison: Comparison) -> str:
     header, rows = comparison_rows(comparison, color=False)
     parts = ["\n".join(preamble(comparison))]
     current: list[Sequence[str]] = []
@@ -319,95 +286,17 @@ def render_markdown(comparison: "Comparison") -> str:
 
 # -- csv and json -----------------------------------------------------------------------------
 
-def render_csv(comparison: "Comparison") -> str:
+def render_csv(comparison: Comparison) -> str:
     buffer = io.StringIO()
     comparison.benchmarks.to_csv(buffer, index=False, lineterminator="\n")
     return buffer.getvalue()
 
 
-def jsonable(value: Any) -> Any:
-    """Plain JSON values: NaN/inf -> None, numpy scalars -> Python, containers recursively."""
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if value is pd.NA or value is pd.NaT:
-        return None
-    return value
-
-
-def _per_runtime(sides: pd.DataFrame, column: str) -> dict[str, Any]:
-    return {r["runtime"]: r[column] for r in sides.to_dict("records")}
-
-
-def _per_runtime_ci(sides: pd.DataFrame, low: str, high: str) -> dict[str, Any]:
-    return {r["runtime"]: [r[low], r[high]] for r in sides.to_dict("records")}
-
-
-def comparison_to_dict(comparison: "Comparison") -> dict[str, Any]:
-    """JSON document: data/README.md fields plus extras (documented in analysis/README.md)."""
-    sides_by_key = {k: g for k, g in comparison.runtimes.groupby(["benchmark", "param"], sort=False)}
-    diags = comparison.diagnostics
-    entries = []
-    for r in comparison.benchmarks.to_dict("records"):
-        sides = sides_by_key.get((r["benchmark"], r["param"]), comparison.runtimes.iloc[0:0])
-        entry = {
-            "suite": r["suite"], "tier": int(r["tier"]), "benchmark": r["benchmark"], "param": r["param"],
-            "label": r["label"], "compared": bool(r["compared"]),
-            "ns_per_op": _per_runtime(sides, "median_ns_per_op"),
-            "ns_per_op_ci": _per_runtime_ci(sides, "ci_low", "ci_high"),
-            "ratio": r["ratio"], "ratio_ci": [r["ratio_ci_low"], r["ratio_ci_high"]],
-            "ratio_method": r["ratio_method"], "p_value": r["p_value"], "q_value": r["q_value"],
-            "verdict": r["verdict"] if isinstance(r["verdict"], str) else None,
-            "verdict_reason": r["verdict_reason"],
-            "hl_ratio": r["hl_ratio"], "hl_ratio_ci": [r["hl_ci_low"], r["hl_ci_high"]],
-            "cliffs_delta": r["cliffs_delta"],
-            "bytes_per_op": _per_runtime(sides, "bytes_per_op"),
-            "allocs_per_op": _per_runtime(sides, "allocs_per_op"),
-            "bytes_ratio": r["bytes_ratio"], "allocs_ratio": r["allocs_ratio"],
-            "alloc_varies": _per_runtime(sides, "alloc_varies"),
-            "n": _per_runtime(sides, "n"), "n_invocations": _per_runtime(sides, "n_invocations"),
-            "invocation_medians": _per_runtime(sides, "invocation_medians"),
-            "ns_per_op_mean": _per_runtime(sides, "mean_ns_per_op"),
-            "rcv": _per_runtime(sides, "rcv"), "share_between": _per_runtime(sides, "share_between"),
-            "ci_widest": _per_runtime(sides, "ci_widest"),
-        }
-        if r["suite"] == "echo":
-            for column in ("avg_ns", "min_ns", "p75_ns", "p99_ns", "max_ns"):
-                entry[column] = _per_runtime(sides, column)
-            entry["avg_ns_ci"] = _per_runtime_ci(sides, "avg_ns_ci_low", "avg_ns_ci_high")
-            entry["p99_ns_ci"] = _per_runtime_ci(sides, "p99_ns_ci_low", "p99_ns_ci_high")
-            entry["avg_ratio"] = r["avg_ratio"]
-            entry["avg_ratio_ci"] = [r["avg_ratio_ci_low"], r["avg_ratio_ci_high"]]
-            entry["p99_ratio"] = r["p99_ratio"]
-        if "regressed" in r:
-            entry["regressed"] = bool(r["regressed"])
-        mine = diags[(diags["benchmark"] == r["benchmark"]) & (diags["param"] == r["param"])] if not diags.empty else diags
-        entry["diagnostics"] = [f"{d['level']}: {d['message']}" + (f" [{d['runtime']}]" if isinstance(d["runtime"], str) else "")
-                                for d in mine.to_dict("records")]
-        entries.append(entry)
-    doc = {
-        "run_id": comparison.run_id, "baseline": comparison.baseline, "candidate": comparison.candidate,
-        "tie_band": comparison.tie_band, "confidence": comparison.confidence, "compared": comparison.compared,
-        "ratio_definition": "baseline median ns/op / candidate median ns/op; > 1 means the candidate is faster",
-        "benchmarks": entries, "summary": comparison.summary,
-        "diagnostics": diags.to_dict("records") if not diags.empty else [],
-    }
-    for key in ("runtime", "run_a", "run_b"):
-        if key in comparison.extra:
-            doc[key] = comparison.extra[key]
-    return jsonable(doc)
-
-
-def render_json(comparison: "Comparison") -> str:
+def render_json(comparison: Comparison) -> str:
     return json.dumps(comparison_to_dict(comparison), indent=2, allow_nan=False) + "\n"
 
 
-def render(comparison: "Comparison", fmt: str, color: bool = False) -> str:
+def render(comparison: Comparison, fmt: str, color: bool = False) -> str:
     if fmt == "table":
         return render_table(comparison, color)
     if fmt == "markdown":

@@ -1,22 +1,26 @@
 """`python -m analysis report`: execute the notebooks for one run and render them to HTML.
 
     python -m analysis report [RUN] [--data-dir D] [--out-dir reports]
-                              [--notebooks overview,distributions,echo,history]
+                              [--notebooks overview,distributions,echo,scaling,history]
 
 Steps
 1. Load and validate the run (`latest` by default) with the analysis loader, and check the
    options (notebook names, kernel, runtimes): a bad run id, a folder that is not a complete
    run or a bad option is a one-line `error:` (exit 2), before any notebook runs.
-2. For each notebook of notebooks/ (in the order given), print `==> [report] <name>.ipynb`,
+2. Compare the run once (every candidate against the baseline, artefact.py) into
+   `<out>/<run_id>/comparison.json`, or reuse that file when it was made from the same data,
+   code and options; print `==> [report] comparison`.
+3. For each notebook of notebooks/ (in the order given), print `==> [report] <name>.ipynb`,
    execute it with papermill in a kernel of this interpreter, with the parameters
-   data_dir / run_id (pinned to the resolved run, never `latest`) / baseline / candidate /
-   tie_band / confidence, into `<out>/<run_id>/<name>.ipynb`, then export it with nbconvert to
+   data_dir / run_id (pinned to the resolved run, never `latest`) / report_dir (the absolute
+   out folder, where the notebook finds comparison.json) / baseline / candidate / tie_band /
+   confidence, into `<out>/<run_id>/<name>.ipynb`, then export it with nbconvert to
    `<out>/<run_id>/<name>.html`: code cells hidden, images embedded as data: URIs, and no
    external resource at all (the lab template without require.js, MathJax, mermaid or widget
    scripts), so a report opens offline and can be mailed as one file.
-3. Compare the run once more in this process (analysis.compare, same options) and write
-   `<out>/<run_id>/index.html`: the run's summary (id, date, machine, verdict counts, geometric
-   mean ratio in words) and a link to every report; print its path as the last line.
+4. Write `<out>/<run_id>/index.html` from the same comparisons: the run's summary (id, date,
+   machine, verdict counts, geometric mean ratios in words) and a link to every report; print
+   its path as the last line.
 
 Every file is written under a temporary name in the same folder and renamed into place
 (papermill writes its progress to a temporary `.ipynb`; it becomes `<name>.ipynb` only when
@@ -31,42 +35,42 @@ a spec whose argv[0] is plain `python` with sys.executable), else `ampere-lab` i
 the fly with `--sys-prefix`, so a fresh machine works. The kernel is started with the repository
 on PYTHONPATH (the notebooks import `analysis` even when the package is not installed), without
 an inherited MPLBACKEND (figures must be inline PNGs), and with its own stdout/stderr going to
-`<out>/<run_id>/logs/<name>.kernel.txt` instead of the terminal.
+`<out>/<run_id>/logs/<name>.kernel.txt` instead of the terminal (an absolute path: papermill
+runs the kernel in notebooks/, and a relative one would land in notebooks/reports/).
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import contextlib
-import html
-import math
 import os
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from . import stats
+import nbformat
+import papermill
+from jinja2 import DictLoader
+from jupyter_client import AsyncKernelManager
+from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+from nbconvert import HTMLExporter
+from nbconvert.preprocessors import TagRemovePreprocessor
+from papermill.exceptions import PapermillExecutionError
+
+from . import artefact, stats
 from .errors import AnalysisError
 from .files import file_mode, write_text_atomic
+from .index_page import Page, index_html
+from .load import load_run, resolve_data_dir
+from .options import positive_float
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_DIR = REPO_ROOT / "notebooks"
-NOTEBOOKS: tuple[str, ...] = ("overview", "distributions", "echo", "history")
-DESCRIPTIONS = {
-    "overview": "Headline, every ratio with its interval (forest plot), per-tier tables, allocations, "
-                "diagnostics, fairness table, machine and toolchain.",
-    "distributions": "Every measured iteration: distributions of time per operation and run-sequence "
-                     "plots per invocation (drift, warm-up).",
-    "echo": "Batch echo suite: avg and p99 batch latency vs batch size, ratios with intervals, payload "
-            "size sweep and shared-buffer sweep.",
-    "history": "Every complete run of the same profile: each benchmark's ratio over time and regressions "
-               "between consecutive runs.",
-}
+NOTEBOOKS: tuple[str, ...] = ("overview", "distributions", "echo", "scaling", "history")
 KERNEL_NAME = "ampere-lab"
 KERNEL_DISPLAY_NAME = "Ampere lab (.venv)"
 #: Longest a single notebook cell may run before the report gives up (a hang is a failure).
@@ -132,8 +136,6 @@ def _runs_this_python(argv: Sequence[str]) -> bool:
 
 def pick_kernel(register: bool = True) -> str:
     """Name of a kernel that runs this interpreter (see the module doc for the order)."""
-    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
-
     manager = KernelSpecManager()
     for name in (KERNEL_NAME, "python3"):
         try:
@@ -156,20 +158,21 @@ def pick_kernel(register: bool = True) -> str:
 
 def check_kernel(name: str) -> str:
     """`name` if a kernel spec of that name exists, else a one-line AnalysisError."""
-    from jupyter_client.kernelspec import KernelSpecManager
-
     known = KernelSpecManager().find_kernel_specs()
     if name not in known:
         raise AnalysisError(f"--kernel {name}: no such Jupyter kernel (installed: {', '.join(sorted(known)) or 'none'})")
     return name
 
 
-def kernel_manager_class(log_path: Path) -> type:
-    """An AsyncKernelManager that starts the kernel with our environment and a log file."""
-    from jupyter_client import AsyncKernelManager
+def kernel_manager_class(log_path: Path, cwd: Path) -> type:
+    """An AsyncKernelManager that starts the kernel in `cwd` with our environment and a log file.
 
+    The kernel's working folder is set here rather than by papermill's `cwd`, which changes the
+    working folder of this whole process and so cannot run two notebooks at once.
+    """
     class ReportKernelManager(AsyncKernelManager):  # type: ignore[misc, valid-type]
         async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
+            kw["cwd"] = str(cwd)
             env = dict(kw.get("env") or os.environ)
             paths = [str(REPO_ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
             env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
@@ -192,8 +195,6 @@ def kernel_manager_class(log_path: Path) -> type:
 def _failed_cell(nb_path: Path) -> str:
     """Execution count of the cell papermill marked running/failed in a partial output ("?")."""
     try:
-        import nbformat
-
         nb = nbformat.read(str(nb_path), as_version=4)
     except Exception:  # noqa: BLE001 - the partial notebook may be unreadable; say "?"
         return "?"
@@ -208,15 +209,13 @@ def _failed_cell(nb_path: Path) -> str:
 def execute_notebook(source: Path, target: Path, parameters: dict[str, Any], kernel: str, cwd: Path,
                      log_path: Path) -> None:
     """Run `source` with papermill into `target` (atomically); NotebookFailed on any failure."""
-    import papermill
-
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=".ipynb", dir=target.parent)
     os.close(fd)
     tmp = Path(tmp_name)
     failed = target.with_name(f"{target.stem}.failed.ipynb")
     try:
-        _execute(papermill, source, tmp, target, failed, parameters, kernel, cwd, log_path)
+        _execute(source, tmp, target, failed, parameters, kernel, cwd, log_path)
     finally:
         with contextlib.suppress(OSError):
             tmp.unlink()  # still there only when interrupted: never leave a half-written notebook
@@ -224,17 +223,15 @@ def execute_notebook(source: Path, target: Path, parameters: dict[str, Any], ker
         failed.unlink()
 
 
-def _execute(papermill: Any, source: Path, tmp: Path, target: Path, failed: Path, parameters: dict[str, Any],
+def _execute(source: Path, tmp: Path, target: Path, failed: Path, parameters: dict[str, Any],
              kernel: str, cwd: Path, log_path: Path) -> None:
     """papermill into `tmp`, then rename to `target`; on failure `tmp` becomes `failed`."""
-    from papermill.exceptions import PapermillExecutionError
-
     shown = display_path(source)
     try:
         papermill.execute_notebook(
-            str(source), str(tmp), parameters=parameters, kernel_name=kernel, cwd=str(cwd),
-            progress_bar=False, log_output=False, start_timeout=KERNEL_START_TIMEOUT_S,
-            execution_timeout=CELL_TIMEOUT_S, kernel_manager_class=kernel_manager_class(log_path))
+            str(source), str(tmp), parameters=parameters, kernel_name=kernel, progress_bar=False, log_output=False,
+            start_timeout=KERNEL_START_TIMEOUT_S, execution_timeout=CELL_TIMEOUT_S,
+            kernel_manager_class=kernel_manager_class(log_path, cwd))
     except PapermillExecutionError as exc:
         os.replace(tmp, failed)
         cell = exc.exec_count if exc.exec_count is not None else f"#{exc.cell_index}"
@@ -256,10 +253,6 @@ def _execute(papermill: Any, source: Path, tmp: Path, target: Path, failed: Path
 
 def html_exporter() -> Any:
     """nbconvert HTMLExporter: code hidden, prompts hidden, parameter cells removed, offline."""
-    from jinja2 import DictLoader
-    from nbconvert import HTMLExporter
-    from nbconvert.preprocessors import TagRemovePreprocessor
-
     exporter = HTMLExporter(template_name="lab", extra_loaders=[DictLoader({TEMPLATE_NAME: TEMPLATE})],
                             template_file=TEMPLATE_NAME, exclude_input=True, exclude_input_prompt=True,
                             exclude_output_prompt=True, embed_images=True)
@@ -269,107 +262,9 @@ def html_exporter() -> Any:
 
 
 def export_html(notebook: Path, target: Path) -> None:
-    import nbformat
-
     nb = nbformat.read(str(notebook), as_version=4)
     body, _ = html_exporter().from_notebook_node(nb, resources={"metadata": {"name": notebook.stem}})
     write_text_atomic(target, body)
-
-
-# -- index ------------------------------------------------------------------------------------
-
-@dataclass
-class Page:
-    name: str
-    html: Path
-    notebook: Path
-    seconds: float
-
-
-INDEX_CSS = """
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; max-width: 960px; margin: 2em auto;
-       padding: 0 1em; color: #222; line-height: 1.45; }
-h1 { font-size: 1.6em; margin-bottom: 0.2em; }
-.sub { color: #666; margin-top: 0; }
-table { border-collapse: collapse; margin: 1em 0; }
-th, td { text-align: left; padding: 4px 12px 4px 0; border-bottom: 1px solid #eee; vertical-align: top; }
-th { color: #555; font-weight: 600; }
-.win { color: #2ca02c; font-weight: 600; } .loss { color: #d62728; font-weight: 600; }
-.tie { color: #7f7f7f; font-weight: 600; } .inconclusive { color: #b38600; font-weight: 600; }
-ul.reports li { margin: 0.6em 0; }
-footer { margin-top: 2em; color: #888; font-size: 0.9em; }
-"""
-
-
-def _fmt_ratio(value: Any) -> str:
-    return f"{value:.3f}×" if isinstance(value, (int, float)) and math.isfinite(value) else "—"
-
-
-def index_html(run: Any, cmp: Any, pages: Sequence[Page], command: str) -> str:
-    """The run's index page: summary in words and figures, links to every report (relative)."""
-    from . import plots
-
-    esc = html.escape
-    info = run.info
-    meta = next((m for m in run.meta.values() if isinstance(m, dict)), {})
-    machine = meta.get("machine") or {}
-    git = info.get("git") or {}
-    commit = str(git.get("commit") or "—")[:12] + (" (uncommitted changes)" if git.get("dirty") else "")
-    summary = cmp.summary
-    counts = summary.get("counts", {})
-    low, high = (summary.get("geomean_ratio_ci") or [math.nan, math.nan])[:2]
-    bn, cn = plots.display_name(cmp.baseline), plots.display_name(cmp.candidate)
-    rows = [
-        ("Run", esc(run.run_id)),
-        ("Started / ended (UTC)", f"{esc(str(info.get('started_utc', '—')))} / {esc(str(info.get('ended_utc', '—')))}"),
-        ("Profile, suites", f"{esc(str(info.get('profile', '—')))}, {esc(', '.join(info.get('suites', [])))}"),
-        ("Machine", esc(f"{machine.get('cpu_model', 'unknown CPU')}, {machine.get('logical_cores', '?')} logical cores, "
-                        f"{machine.get('os', 'unknown OS')}, kernel {machine.get('kernel', '?')}")),
-        ("Git commit", esc(commit)),
-        ("Compared", f"{esc(cn)} (candidate) vs {esc(bn)} (baseline), tie band ±{cmp.tie_band:.0%}, "
-                     f"{cmp.confidence:.0%} intervals"),
-    ]
-    if cmp.compared:
-        verdicts = " · ".join(f'<span class="{v}">{v} {int(counts.get(v, 0))}</span>'
-                              for v in ("win", "loss", "tie", "inconclusive"))
-        rows.append(("Verdicts (tiers 1–4 and echo)", f"{verdicts} of {int(summary.get('n_compared', 0))} compared"))
-        rows.append((f"Geometric mean {esc(bn)}/{esc(cn)}",
-                     f"{_fmt_ratio(summary.get('geomean_ratio'))} [{_fmt_ratio(low)}, {_fmt_ratio(high)}] "
-                     f"over {int(summary.get('geomean_n', 0))} benchmarks (&gt; 1: {esc(cn)} faster)"))
-    table = "\n".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
-    sentences = "\n".join(f"<li>{esc(s)}</li>" for s in plots.headline_sentences(cmp))
-    links = "\n".join(
-        f'<li><a href="{esc(p.html.name)}"><strong>{esc(p.name)}</strong></a> — {esc(DESCRIPTIONS.get(p.name, ""))} '
-        f'<br><small>executed notebook: <a href="{esc(p.notebook.name)}">{esc(p.notebook.name)}</a> '
-        f'({p.seconds:.0f} s)</small></li>' for p in pages)
-    generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1.0">
-<title>Ampere vs Tokio — run {esc(run.run_id)}</title>
-<style>{INDEX_CSS}</style>
-</head>
-<body>
-<h1>Ampere vs Tokio — benchmark reports</h1>
-<p class="sub">run {esc(run.run_id)}</p>
-<table>
-{table}
-</table>
-<h2>In words</h2>
-<ul>
-{sentences}
-</ul>
-<h2>Reports</h2>
-<ul class="reports">
-{links}
-</ul>
-<footer>Generated {generated} by <code>{esc(command)}</code>. Ratios are {esc(bn)} median ÷ {esc(cn)} median
-of ns/op; every number comes from the run folder {esc(display_path(run.path))}.</footer>
-</body>
-</html>
-"""
 
 
 # -- the command ------------------------------------------------------------------------------
@@ -390,8 +285,6 @@ def parse_notebooks(text: str, notebook_dir: Path) -> list[str]:
 
 def _notebook_target(run: Any, data_dir: str | Path | None) -> tuple[str, str]:
     """(data_dir, run_id) parameters that make the notebook load exactly this run."""
-    from .load import resolve_data_dir
-
     folder = Path(run.path).resolve()
     if folder.parent.name == "runs":
         return str(folder.parent.parent), folder.name
@@ -402,15 +295,16 @@ def build_report(run_spec: str = "latest", data_dir: str | Path | None = None, o
                  notebooks: Sequence[str] = NOTEBOOKS, notebook_dir: Path = NOTEBOOK_DIR,
                  baseline: str = "tokio", candidate: str = "ampere", tie_band: float = stats.DEFAULT_TIE_BAND,
                  confidence: float = stats.DEFAULT_CONFIDENCE, kernel: str | None = None,
-                 progress: Callable[[str], None] = print, command: str = "python -m analysis report") -> Path:
-    """Execute and export every notebook for one run; returns the path of index.html.
+                 progress: Callable[[str], None] = print, command: str = "python -m analysis report",
+                 jobs: int = 1) -> Path:
+    """Compare the run once, then execute and export every notebook (`jobs` at a time); returns
+    the path of index.html.
 
     Raises AnalysisError for bad input (run, names, options) and NotebookFailed when a notebook
-    fails (stops at the first one).
+    fails (no further notebook starts; those running finish).
     """
-    from .compare import compare
-    from .load import load_run
-
+    if jobs < 1:
+        raise AnalysisError(f"--jobs must be >= 1, got {jobs}")
     run = load_run(run_spec, data_dir)
     if baseline == candidate:
         raise AnalysisError(f"baseline and candidate are both {baseline!r}")
@@ -418,32 +312,60 @@ def build_report(run_spec: str = "latest", data_dir: str | Path | None = None, o
         raise AnalysisError(f"run {run.run_id} has no {baseline} or {candidate} data "
                             f"(runtimes: {', '.join(run.runtimes)})")
     kernel = check_kernel(kernel) if kernel else pick_kernel()
+    out = Path(out_dir).resolve()
+    target = out / run.run_id
+    progress("==> [report] comparison")
+    started = time.monotonic()
+    result = artefact.comparisons(run, out, baseline, candidate, tie_band, confidence)
+    progress(f"    {display_path(artefact.path_for(out, run.run_id))} ({time.monotonic() - started:.1f} s, "
+             f"{', '.join(result.comparisons)} against {baseline})")
     nb_data_dir, nb_run_id = _notebook_target(run, data_dir)
-    target = Path(out_dir) / run.run_id
-    target.mkdir(parents=True, exist_ok=True)
-    parameters = {"data_dir": nb_data_dir, "run_id": nb_run_id, "baseline": baseline, "candidate": candidate,
-                  "tie_band": float(tie_band), "confidence": float(confidence)}
-    pages: list[Page] = []
-    for name in notebooks:
-        source = Path(notebook_dir) / f"{name}.ipynb"
+    parameters = {"data_dir": nb_data_dir, "run_id": nb_run_id, "report_dir": str(out), "baseline": baseline,
+                  "candidate": candidate, "tie_band": float(tie_band), "confidence": float(confidence)}
+
+    def render_page(name: str) -> Page:
         progress(f"==> [report] {name}.ipynb")
         started = time.monotonic()
         executed = target / f"{name}.ipynb"
-        execute_notebook(source, executed, parameters, kernel, cwd=Path(notebook_dir).resolve(),
-                         log_path=target / "logs" / f"{name}.kernel.txt")
+        execute_notebook(Path(notebook_dir) / f"{name}.ipynb", executed, parameters, kernel,
+                         cwd=Path(notebook_dir).resolve(), log_path=target / "logs" / f"{name}.kernel.txt")
         page = target / f"{name}.html"
         export_html(executed, page)
-        pages.append(Page(name=name, html=page, notebook=executed, seconds=time.monotonic() - started))
-        progress(f"    {display_path(page)} ({pages[-1].seconds:.1f} s)")
-    cmp = compare(run, baseline=baseline, candidate=candidate, tie_band=tie_band, confidence=confidence)
+        done = Page(name=name, html=page, notebook=executed, seconds=time.monotonic() - started)
+        progress(f"    {display_path(page)} ({done.seconds:.1f} s)")
+        return done
+
+    pages = run_pages(render_page, notebooks, jobs)
     index = target / "index.html"
-    write_text_atomic(index, index_html(run, cmp, pages, command))
+    write_text_atomic(index, index_html(result, pages, command, display_path(run.path)))
     return index
 
 
-def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    from .cli import _positive_float
+def run_pages(render_page: Callable[[str], Page], names: Sequence[str], jobs: int) -> list[Page]:
+    """render_page for every name, `jobs` at a time; pages in the order of `names`.
 
+    Each notebook runs in its own kernel process, so two jobs use two cores. On the first
+    failure no further notebook starts; the first failure in `names` order is raised.
+    """
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(render_page, name) for name in names]
+        for future in concurrent.futures.as_completed(futures):
+            if future.exception() is not None:
+                for other in futures:
+                    other.cancel()
+                break
+    for future in futures:
+        if not future.cancelled() and future.exception() is not None:
+            raise future.exception()  # type: ignore[misc]
+    return [future.result() for future in futures]
+
+
+def default_jobs(count: int) -> int:
+    """Notebooks at once: one per core, at most one per notebook."""
+    return max(1, min(count, os.cpu_count() or 1))
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("report", parents=[common], help="execute the notebooks for a run and render HTML reports",
                        description="Execute notebooks/*.ipynb with papermill for one run and export them to "
                                    "self-contained HTML in <out-dir>/<run_id>/, with an index.html.")
@@ -454,11 +376,13 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--notebook-dir", default=str(NOTEBOOK_DIR), help="folder of the notebooks (default: notebooks/)")
     p.add_argument("--baseline", default="tokio")
     p.add_argument("--candidate", default="ampere")
-    p.add_argument("--tie-band", type=_positive_float, default=stats.DEFAULT_TIE_BAND,
+    p.add_argument("--tie-band", type=positive_float, default=stats.DEFAULT_TIE_BAND,
                    help="ratios within [1/(1+band), 1+band] count as ties (default 0.05)")
-    p.add_argument("--confidence", type=_positive_float, default=stats.DEFAULT_CONFIDENCE,
+    p.add_argument("--confidence", type=positive_float, default=stats.DEFAULT_CONFIDENCE,
                    help="confidence level of every interval (default 0.95)")
     p.add_argument("--kernel", default=None, help=f"Jupyter kernel name (default: {KERNEL_NAME}, see the docs)")
+    p.add_argument("--jobs", type=int, default=None,
+                   help="notebooks executed at once (default: one per core, at most one per notebook)")
     p.set_defaults(func=cmd_report)
 
 
@@ -472,7 +396,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         index = build_report(args.run, data_dir=args.data_dir, out_dir=args.out_dir, notebooks=names,
                              notebook_dir=notebook_dir, baseline=args.baseline, candidate=args.candidate,
                              tie_band=args.tie_band, confidence=args.confidence, kernel=args.kernel,
-                             progress=lambda line: print(line, flush=True), command=command)
+                             progress=lambda line: print(line, flush=True), command=command,
+                             jobs=args.jobs if args.jobs is not None else default_jobs(len(names)))
     except NotebookFailed as exc:
         print(f"error: {exc}", file=sys.stderr, flush=True)
         return 1

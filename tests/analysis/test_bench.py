@@ -86,7 +86,7 @@ def test_alternating_invocations_merged_csv_and_run_json(fakes, cli):
     assert out.index("[ampere #0] micro/mutex done") < out.index("[tokio #0] micro/mutex ...")
     run = load_run(str(folder))
     assert set(run.data["invocation"]) == {0, 1, 2}
-    result = compare(run, n_resamples=200)
+    result = compare(run)
     assert result.compared and len(result.benchmarks) == 4
 
 
@@ -219,12 +219,12 @@ def test_one_runtime_run_then_describe(fakes, cli):
     assert code == 0, err
     info = json.loads((only_run(fakes) / "run.json").read_text())
     assert info["runtimes"] == ["ampere"] and info["suites"] == ["micro"]
-    assert not compare(str(only_run(fakes)), n_resamples=200).compared
+    assert not compare(str(only_run(fakes))).compared
 
 
 def test_bench_compare_end_to_end_in_a_subprocess(fakes):
     env = cli_env(FAKE_LOG=str(fakes["log"]), FAKE_SPEED_ampere="0.5")
-    done = run_cli_subprocess(*bench_args(fakes, "--invocations", "2", "--compare", "--resamples", "300"), env=env)
+    done = run_cli_subprocess(*bench_args(fakes, "--invocations", "2", "--compare"), env=env)
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "run complete:" in out and out.index("run complete:") < out.index("Tier 0 — controls")

@@ -19,6 +19,8 @@ REQUIRED_TOP = {"run_id", "baseline", "candidate", "tie_band", "confidence", "be
 REQUIRED_BENCH = {"suite", "tier", "benchmark", "param", "ns_per_op", "ns_per_op_ci", "ratio", "ratio_ci",
                   "p_value", "q_value", "verdict", "bytes_per_op", "allocs_per_op"}
 REQUIRED_ECHO = {"avg_ns", "min_ns", "p75_ns", "p99_ns", "max_ns"}
+REQUIRED_SCHEMA2 = {"workers", "cpu_ns_per_op", "cpu_ns_per_op_ci", "cpu_ratio", "cpu_ratio_ci", "cpu_verdict",
+                    "cores_busy", "like_for_like", "semantics_note"}
 
 
 def test_runs_lists_every_folder(tmp_path, cli):
@@ -44,14 +46,16 @@ def test_runs_with_no_runs(tmp_path, cli):
 
 
 def test_compare_json_follows_the_contract(data_dir, cli):
-    code, out, err = cli("compare", "--format", "json", "--data-dir", data_dir, "--resamples", "400")
+    code, out, err = cli("compare", "--format", "json", "--data-dir", data_dir)
     assert code == 0, err
     doc = json.loads(out)
     assert REQUIRED_TOP <= set(doc)
     assert (doc["baseline"], doc["candidate"], doc["tie_band"], doc["confidence"]) == ("tokio", "ampere", 0.05, 0.95)
     assert len(doc["benchmarks"]) == 9
     for entry in doc["benchmarks"]:
-        assert REQUIRED_BENCH <= set(entry), set(REQUIRED_BENCH) - set(entry)
+        assert REQUIRED_BENCH | REQUIRED_SCHEMA2 <= set(entry), (REQUIRED_BENCH | REQUIRED_SCHEMA2) - set(entry)
+        assert set(entry["cpu_ns_per_op"]) == {"ampere", "tokio"} and entry["cpu_verdict"] in {"win", "loss", "tie", "inconclusive"}
+        assert entry["cores_busy"]["ampere"] == pytest.approx(1.0)  # the fakes record cpu_ns = elapsed_ns
         assert entry["verdict"] in {"win", "loss", "tie", "inconclusive"}
         assert set(entry["ns_per_op"]) == {"ampere", "tokio"}
         assert all(len(v) == 2 for v in entry["ns_per_op_ci"].values()) and len(entry["ratio_ci"]) == 2
@@ -63,10 +67,34 @@ def test_compare_json_follows_the_contract(data_dir, cli):
     assert set(summary["counts"]) == {"win", "loss", "tie", "inconclusive"}
     assert summary["geomean_ratio"] > 0 and len(summary["geomean_ratio_ci"]) == 2
     assert set(summary["total_bytes_per_op"]) == {"ampere", "tokio"} and set(summary["total_allocs_per_op"]) == {"ampere", "tokio"}
+    assert summary["cpu_geomean_ratio"] > 0 and len(summary["cpu_geomean_ratio_ci"]) == 2
+
+
+def test_compare_json_of_a_schema_1_run_has_nulls_not_zeros(tmp_path, cli):
+    data = tmp_path / "data"
+    write_run(data, schema=1)
+    code, out, err = cli("compare", "--format", "json", "--data-dir", data)
+    assert code == 0, err
+    doc = json.loads(out)
+    for entry in doc["benchmarks"]:
+        assert entry["workers"] is None and entry["cpu_ratio"] is None and entry["cpu_verdict"] is None
+        assert entry["cpu_ns_per_op"] == {"ampere": None, "tokio": None} and entry["cpu_ratio_ci"] == [None, None]
+    assert doc["summary"]["cpu_geomean_ratio"] is None
+
+
+def test_compare_exits_non_zero_when_a_runtime_csv_is_missing(tmp_path, cli):
+    """Issue 11 item 6: a run without tokio.csv used to print a one-sided table and exit 0."""
+    data = tmp_path / "data"
+    folder = write_run(data, runtimes=("ampere",))
+    code, out, err = cli("compare", "--data-dir", data)
+    assert code == 2 and out == ""
+    assert err == (f"error: {folder}: no tokio.csv: nothing to compare (runtimes in the run: ampere)\n")
+    code, _, err = cli("compare", "--data-dir", data, "--baseline", "other", "--candidate", "more")
+    assert code == 2 and "no other.csv and no more.csv" in err
 
 
 def test_compare_table_groups_and_summary(data_dir, cli):
-    code, out, _ = cli("compare", "--data-dir", data_dir, "--resamples", "400")
+    code, out, _ = cli("compare", "--data-dir", data_dir)
     assert code == 0
     order = ["Tier 0 — controls", "Tier 1", "Tier 2", "Tier 3", "Tier 4", "Echo — batch round trips",
              "Echo per batch", "micro (tiers 1-4): ampere wins", "Total bytes per op"]
@@ -79,10 +107,10 @@ def test_compare_table_groups_and_summary(data_dir, cli):
 
 
 def test_compare_csv_and_markdown(data_dir, cli):
-    code, out, _ = cli("compare", "--format", "csv", "--data-dir", data_dir, "--resamples", "400")
+    code, out, _ = cli("compare", "--format", "csv", "--data-dir", data_dir)
     frame = pd.read_csv(io.StringIO(out), keep_default_na=False, na_values=[""])
     assert code == 0 and len(frame) == 9 and {"ratio", "ratio_ci_low", "verdict", "q_value"} <= set(frame.columns)
-    code, out, _ = cli("compare", "--format", "markdown", "--data-dir", data_dir, "--resamples", "400")
+    code, out, _ = cli("compare", "--format", "markdown", "--data-dir", data_dir)
     assert code == 0
     assert out.count("| Benchmark |") == 7  # one table per tier (0-4), echo, echo per batch
     assert "### Tier 0 — controls (must tie)" in out and "### Echo per batch" in out and "### Summary" in out
@@ -120,7 +148,7 @@ def _run_on_terminal(args: list[str], env: dict[str, str]) -> str:
 
 
 def test_colours_on_a_terminal_and_no_color(data_dir):
-    args = ["compare", "--data-dir", str(data_dir), "--resamples", "300"]
+    args = ["compare", "--data-dir", str(data_dir)]
     coloured = _run_on_terminal(args, cli_env())
     assert ANSI["win"] + "win" in coloured and ANSI["loss"] + "loss" in coloured and ANSI["tie"] + "tie" in coloured
     plain = _run_on_terminal(args, cli_env(NO_COLOR="1"))
@@ -132,13 +160,13 @@ def test_diff_exit_codes(tmp_path, cli):
     write_run(data, "20261122T100000Z-lab1", seed=1)
     write_run(data, "20261122T110000Z-lab1", seed=2, speed={"mutex": 2.0})   # B slower on mutex
     write_run(data, "20261122T120000Z-lab1", seed=3, speed={"mutex": 0.5})   # B faster on mutex
-    code, out, err = cli("diff", "20261122T100000Z-lab1", "20261122T110000Z-lab1", "--data-dir", data, "--resamples", "400")
+    code, out, err = cli("diff", "20261122T100000Z-lab1", "20261122T110000Z-lab1", "--data-dir", data)
     assert code == 1 and "regression: 1 benchmark(s) slower in B beyond the tie band: mutex" in err
     assert "A = 20261122T100000Z-lab1, B = 20261122T110000Z-lab1" in out
-    code, _, err = cli("diff", "20261122T100000Z-lab1", "20261122T120000Z-lab1", "--data-dir", data, "--resamples", "400")
+    code, _, err = cli("diff", "20261122T100000Z-lab1", "20261122T120000Z-lab1", "--data-dir", data)
     assert code == 0 and err == ""
     code, out, _ = cli("diff", "20261122T100000Z-lab1", "20261122T100000Z-lab1", "--format", "json",
-                       "--data-dir", data, "--resamples", "400", "--runtime", "tokio")
+                       "--data-dir", data, "--runtime", "tokio")
     doc = json.loads(out)
     assert code == 0 and doc["runtime"] == "tokio" and not any(b["regressed"] for b in doc["benchmarks"])
 
@@ -147,10 +175,10 @@ def test_diff_wider_band_hides_the_regression(tmp_path, cli):
     data = tmp_path / "data"
     write_run(data, "20261122T100000Z-lab1", seed=1)
     write_run(data, "20261122T110000Z-lab1", seed=2, speed={"mutex": 1.3})
-    code, _, _ = cli("diff", "20261122T100000Z-lab1", "20261122T110000Z-lab1", "--data-dir", data, "--resamples", "400")
+    code, _, _ = cli("diff", "20261122T100000Z-lab1", "20261122T110000Z-lab1", "--data-dir", data)
     assert code == 1
     code, _, _ = cli("diff", "20261122T100000Z-lab1", "20261122T110000Z-lab1", "--data-dir", data,
-                     "--resamples", "400", "--tie-band", "0.5")
+                     "--tie-band", "0.5")
     assert code == 0
 
 
@@ -160,7 +188,7 @@ def test_unexpected_error_is_one_line_unless_debug(data_dir, monkeypatch, cli):
     def boom(*args, **kwargs):
         raise ZeroDivisionError("synthetic")
 
-    monkeypatch.setattr(sys.modules["analysis.compare"], "compare", boom)
+    monkeypatch.setattr(sys.modules["analysis.cli"], "compare", boom)
     code, out, err = cli("compare", "--data-dir", data_dir)
     assert code == 2 and err == "error: unexpected ZeroDivisionError: synthetic (run with --debug for the traceback)\n"
     with pytest.raises(ZeroDivisionError):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import scipy.stats as st
 
-from analysis import stats
+from analysis import ranks, stats
 
 
 # -- order statistics -------------------------------------------------------------------------
@@ -40,7 +40,7 @@ def test_median_ranks_n10_by_enumeration():
 
 def test_median_ci_n10_values_and_scipy_agree():
     x = np.array([7.0, 3.0, 9.0, 1.0, 5.0, 10.0, 2.0, 8.0, 4.0, 6.0])
-    ci = stats.median_ci(x, 0.95)
+    ci = stats.quantile_ci(x, 0.5, 0.95)
     assert (ci.estimate, ci.low, ci.high) == (5.5, 2.0, 9.0)
     ref = st.quantile_test(x, q=5.5, p=0.5).confidence_interval(0.95)
     assert (ci.low, ci.high) == (ref.low, ref.high)
@@ -54,10 +54,10 @@ def test_median_ranks_match_exact_binomial(n, expected):
 
 def test_small_n_gives_widest_interval_and_flag():
     x = np.array([5.0, 1.0, 4.0, 2.0, 3.0])
-    ci = stats.median_ci(x, 0.95)
+    ci = stats.quantile_ci(x, 0.5, 0.95)
     assert ci.widest and (ci.low, ci.high) == (1.0, 5.0) and (ci.low_rank, ci.high_rank) == (1, 5)
     assert ci.coverage == pytest.approx(30 / 32)
-    assert not stats.median_ci(np.arange(1.0, 7.0), 0.95).widest  # n = 6 reaches 95% (62/64)
+    assert not stats.quantile_ci(np.arange(1.0, 7.0), 0.5, 0.95).widest  # n = 6 reaches 95% (62/64)
 
 
 @pytest.mark.parametrize("n, q, num, den", [(500, 0.99, 99, 100), (500, 0.75, 3, 4), (40, 0.75, 3, 4), (2000, 0.99, 99, 100)])
@@ -77,139 +77,91 @@ def test_p99_upper_rank_runs_out_for_small_n():
     assert ci.widest and ci.high == 100.0 and ci.low <= ci.estimate <= ci.high
 
 
-# -- ratio of medians, bootstrap --------------------------------------------------------------
+# -- centres and ratios ------------------------------------------------------------------------
 
-def test_ratio_of_medians_point_estimate():
-    r = stats.ratio_ci([np.array([10.0, 20.0, 30.0])], [np.array([5.0, 10.0, 15.0])], n_resamples=200)
-    assert r.ratio == pytest.approx(2.0)
-    r = stats.ratio_ci([np.array([1.0, 2.0, 3.0, 4.0])], [np.array([1.0, 1.0, 1.0, 2.0])], n_resamples=200)
-    assert r.ratio == pytest.approx(2.5)
-
-
-def test_default_path_bca_9999_on_pooled_single_invocation():
-    rng = np.random.default_rng(1)
-    b = [rng.lognormal(np.log(20), 0.05, 30)]
-    c = [rng.lognormal(np.log(10), 0.05, 30)]
-    r = stats.ratio_ci(b, c)  # defaults: median, 0.95, 9999 resamples
-    assert r.method == "bca"
-    assert r.low < r.ratio < r.high
-    assert 1.8 < r.low and r.high < 2.2
-    # same numbers as calling scipy directly in the canonical orientation
-    again = stats.ratio_ci(b, c)
-    assert (again.low, again.high) == (r.low, r.high)
+def test_median_centre_of_several_invocations_by_hand():
+    # invocation medians 10 and 40: geometric mean 20; log medians ln 10, ln 40 differ by ln 4,
+    # so s = ln 4 / sqrt 2 and SE = s / sqrt 2 = ln(4) / 2; t with 1 df
+    sample = [np.array([9.0, 10.0, 11.0]), np.array([39.0, 40.0, 41.0])]
+    c = stats.median_centre(sample, 0.95)
+    assert c.estimate == pytest.approx(20.0)
+    assert c.log_se == pytest.approx(math.log(4) / 2) and c.df == 1
+    half = st.t.ppf(0.975, 1) * math.log(4) / 2
+    assert (c.low, c.high) == pytest.approx((20 * math.exp(-half), 20 * math.exp(half)))
+    assert c.method == "t over 2 invocations"
 
 
-def test_default_path_hierarchical_9999():
-    rng = np.random.default_rng(2)
-    b = [rng.lognormal(np.log(20), 0.05, 10) for _ in range(3)]
-    c = [rng.lognormal(np.log(10), 0.05, 10) for _ in range(3)]
+def test_invocations_that_agree_fall_back_to_the_within_invocation_se():
+    # identical invocation medians (a coarse timer) must not give a zero-width interval
+    sample = [np.array([10.0, 20.0, 30.0]), np.array([10.0, 20.0, 30.0]), np.array([10.0, 20.0, 30.0])]
+    c = stats.median_centre(sample, 0.95)
+    logs = [np.log(g) for g in sample]
+    msw = sum(((g - g.mean()) ** 2).sum() for g in logs) / (9 - 3)
+    assert c.estimate == pytest.approx(20.0) and c.log_se == pytest.approx(math.sqrt(msw / 9))
+    assert c.df == 2 and c.low < 20.0 < c.high and "within-invocation" in c.method
+
+
+def test_one_invocation_uses_the_order_statistic_interval():
+    x = np.array([7.0, 3.0, 9.0, 1.0, 5.0, 10.0, 2.0, 8.0, 4.0, 6.0])
+    c = stats.median_centre([x], 0.95)
+    assert (c.estimate, c.low, c.high) == (5.5, 2.0, 9.0)  # ranks 2 and 9, coverage 1002/1024
+    z = st.norm.ppf(1 - (1 - 1002 / 1024) / 2)
+    assert c.log_se == pytest.approx((math.log(9.0) - math.log(2.0)) / (2 * z)) and math.isinf(c.df)
+
+
+def test_mean_centre_by_hand():
+    sample = [np.array([1.0, 3.0]), np.array([5.0, 7.0])]
+    c = stats.mean_centre(sample, 0.95)
+    # invocation means 2 and 6: SE = 2 / sqrt 2 ... of the mean 4; relative 0.5 / sqrt 2 * 2 / 4
+    se = np.std([2.0, 6.0], ddof=1) / math.sqrt(2)
+    assert c.estimate == 4.0 and c.log_se == pytest.approx(se / 4.0) and c.df == 1
+    single = stats.mean_centre([np.array([1.0, 2.0, 3.0, 4.0])], 0.95)
+    assert single.log_se == pytest.approx(np.std([1, 2, 3, 4], ddof=1) / 2 / 2.5) and single.df == 3
+
+
+def test_ratio_is_welch_t_on_the_log_scale():
+    b = [np.array([19.0, 20.0, 21.0]), np.array([38.0, 40.0, 42.0])]
+    c = [np.array([9.0, 10.0, 11.0]), np.array([10.0, 10.0, 10.5])]
+    cb, cc = stats.median_centre(b), stats.median_centre(c)
     r = stats.ratio_ci(b, c)
-    assert r.method == "hierarchical percentile"
-    assert r.low < r.ratio < r.high
+    assert r.ratio == pytest.approx(cb.estimate / cc.estimate)
+    se = math.hypot(cb.log_se, cc.log_se)
+    df = se ** 4 / (cb.log_se ** 4 / cb.df + cc.log_se ** 4 / cc.df)
+    half = st.t.ppf(0.975, df) * se
+    assert (r.log_low, r.log_high) == pytest.approx((r.log_ratio - half, r.log_ratio + half))
+    assert r.log_se == pytest.approx(se) and r.method.startswith("Welch t")
 
 
-def test_hierarchical_resampling_is_two_stage():
-    # Invocations that are constant inside: the median of a resample depends only on which
-    # invocations were drawn: (1,1) -> 1, (3,3) -> 3, mixed -> 2 with probabilities 1/4, 1/4, 1/2.
-    # (Pooled resampling of the 6 values would give P(median = 2) = C(6,3)/64 = 0.3125.)
-    sample = [np.array([1.0, 1.0, 1.0]), np.array([3.0, 3.0, 3.0])]
-    dist = stats.hierarchical_resample(sample, ("median", "mean"), 20_000, np.random.default_rng(7))
-    med = dist["median"]
-    assert set(np.unique(med)) == {1.0, 2.0, 3.0}
-    assert np.mean(med == 2.0) == pytest.approx(0.5, abs=0.02)
-    assert np.mean(med == 1.0) == pytest.approx(0.25, abs=0.02)
-    assert np.array_equal(dist["mean"], med)  # constant invocations: mean == median per resample
-
-
-def test_hierarchical_resampling_ragged_invocations():
-    # Sizes 2 and 4: a resample draws 2 invocations and as many iterations as each has.
-    sample = [np.array([1.0, 1.0]), np.array([4.0, 4.0, 4.0, 4.0])]
-    means = stats.hierarchical_resample(sample, ("mean",), 20_000, np.random.default_rng(3))["mean"]
-    # (A, A) -> 1, (B, B) -> 4, mixed -> (2*1 + 4*4) / 6 = 3
-    assert set(np.round(np.unique(means), 12)) == {1.0, 3.0, 4.0}
-    assert np.mean(np.isclose(means, 3.0)) == pytest.approx(0.5, abs=0.02)
-
-
-def test_row_median_matches_numpy():
-    rng = np.random.default_rng(5)
-    for n in (1, 2, 3, 10, 11, 500):
-        values = rng.integers(0, 4, size=(40, n)).astype(float)
-        assert np.array_equal(stats._row_median_inplace(values.copy()), np.median(values, axis=1))
+def test_constant_samples_give_no_interval_not_a_zero_width_win():
+    """Two constant but different samples: the uncertainty cannot be estimated, so no interval
+    and no verdict beyond `inconclusive` (the bootstrap gave a `win` with a zero-width interval)."""
+    r = stats.ratio_ci([np.full(10, 1000.0)] * 3, [np.full(10, 500.0)] * 3)
+    assert r.ratio == 2.0 and math.isnan(r.low) and math.isnan(r.high)
+    assert "no variation in the baseline or candidate timings" in r.method
+    assert stats.verdict(r.log_low, r.log_high) == "inconclusive"
+    one_side = stats.ratio_ci([np.full(10, 7.0)], [np.linspace(6, 8, 10)])
+    assert math.isnan(one_side.low) and "baseline" in one_side.method and "candidate" not in one_side.method
+    same = stats.ratio_ci([np.full(10, 7.0)], [np.full(10, 7.0)])
+    assert same.ratio == 1.0 and stats.verdict(same.log_low, same.log_high) == "inconclusive"
 
 
 def test_degenerate_samples_do_not_crash():
-    same = [np.full(10, 7.0)]
-    r = stats.ratio_ci(same, same, n_resamples=100)
-    assert (r.ratio, r.low, r.high) == (1.0, 1.0, 1.0) and r.method.startswith("degenerate")
-    one_constant = stats.ratio_ci([np.full(10, 7.0)], [np.linspace(6, 8, 10)], n_resamples=500)
-    assert math.isfinite(one_constant.low) and math.isfinite(one_constant.high)
-    hier = stats.ratio_ci([np.full(5, 7.0)] * 3, [np.linspace(6, 8, 5)] * 3, n_resamples=500)
-    assert math.isfinite(hier.low) and hier.low <= hier.high
-    tiny = stats.ratio_ci([np.array([3.0])], [np.array([1.0, 2.0])], n_resamples=100)
+    tiny = stats.ratio_ci([np.array([3.0])], [np.array([1.0, 2.0])])
     assert tiny.ratio == 2.0 and math.isnan(tiny.low)
     assert stats.verdict(tiny.log_low, tiny.log_high) == "inconclusive"
-    assert stats.statistic_ci([np.full(4, 2.0)], "mean").low == 2.0
-
-
-# -- rank-based -------------------------------------------------------------------------------
-
-def test_mann_whitney_null_counts_small_cases():
-    assert stats.mann_whitney_null_counts(2, 2) == [1, 1, 2, 1, 1]
-    assert stats.mann_whitney_null_counts(3, 2) == [1, 1, 2, 2, 2, 1, 1]
-    counts = stats.mann_whitney_null_counts(7, 5)
-    assert sum(counts) == math.comb(12, 5) and counts == counts[::-1]
-
-
-def test_mann_whitney_null_counts_match_enumeration_and_scipy():
-    m, n = 4, 3
-    counts = stats.mann_whitney_null_counts(m, n)
-    seen = [0] * (m * n + 1)
-    for x_ranks in itertools.combinations(range(m + n), m):
-        y_ranks = [r for r in range(m + n) if r not in x_ranks]
-        u = sum(xr > yr for xr in x_ranks for yr in y_ranks)
-        seen[u] += 1
-        # scipy's exact one-sided p-value is the null CDF at the observed U
-        p = st.mannwhitneyu(np.array(x_ranks, float), np.array(y_ranks, float), alternative="less", method="exact").pvalue
-        assert p == pytest.approx(sum(counts[: u + 1]) / math.comb(m + n, m))
-    assert seen == counts
-
-
-def test_hodges_lehmann_by_hand():
-    b = np.exp([1.0, 2.0, 3.0])
-    c = np.exp([0.0, 1.0])
-    hl = stats.hodges_lehmann(b, c, 0.95)
-    # differences {1, 0, 2, 1, 3, 2}: median 1.5; m*n = 6 is too small for 95% -> [min, max]
-    assert hl.ratio == pytest.approx(math.exp(1.5))
-    assert hl.widest and (hl.low, hl.high) == pytest.approx((1.0, math.exp(3.0)))
-
-
-def test_hodges_lehmann_moses_interval_m5_n5():
-    # U null for m = n = 5: P(U <= 2) = 4/252 <= 0.025 < P(U <= 3) = 7/252, so c = 3:
-    # the interval is [D_(3), D_(23)] of the 25 sorted differences.
-    lb = np.array([0.0, 0.3, 0.7, 1.2, 2.0])
-    lc = np.array([0.1, 0.5, 0.6, 0.9, 1.5])
-    diffs = sorted(x - y for x in lb for y in lc)
-    hl = stats.hodges_lehmann(np.exp(lb), np.exp(lc), 0.95)
-    assert not hl.widest
-    assert math.log(hl.ratio) == pytest.approx(diffs[12])
-    assert (math.log(hl.low), math.log(hl.high)) == pytest.approx((diffs[2], diffs[22]))
-
-
-def test_moses_rank_normal_approximation_large():
-    # above the exact limit the normal approximation is used; compare with the formula
-    m = n = 100
-    c = stats._moses_rank(m, n, 0.95)
-    sigma = math.sqrt(m * n * (m + n + 1) / 12)
-    assert c == math.floor(m * n / 2 - 1.959963984540054 * sigma + 0.5)
+    assert stats.mean_centre([np.full(4, 2.0)]).low == 2.0
+    assert math.isnan(stats.median_centre([]).estimate)
+    zero = stats.median_centre([np.array([0.0, 1.0, 2.0]), np.array([1.0, 2.0, 3.0])])
+    assert math.isnan(zero.log_se) and zero.method.startswith("no interval")
 
 
 def test_cliffs_delta_by_hand():
     # baseline [2,3,4] vs candidate [1,1,5]: 6 pairs baseline > candidate, 3 pairs <, 0 ties
-    r = stats.rank_test(np.array([2.0, 3.0, 4.0]), np.array([1.0, 1.0, 5.0]))
+    r = ranks.rank_test(np.array([2.0, 3.0, 4.0]), np.array([1.0, 1.0, 5.0]))
     assert r.cliffs_delta == pytest.approx(1 / 3)
-    r = stats.rank_test(np.array([3.0, 4.0, 5.0]), np.array([1.0, 4.0, 6.0]))  # 4 >, 4 <, 1 tie
+    r = ranks.rank_test(np.array([3.0, 4.0, 5.0]), np.array([1.0, 4.0, 6.0]))  # 4 >, 4 <, 1 tie
     assert r.cliffs_delta == pytest.approx(0.0)
-    assert stats.rank_test(np.full(5, 1.0), np.full(5, 1.0)).p_value == 1.0
+    assert ranks.rank_test(np.full(5, 1.0), np.full(5, 1.0)).p_value == 1.0
 
 
 def test_bh_qvalues_by_hand():
@@ -255,13 +207,13 @@ def test_variance_components_by_hand():
 def test_geometric_mean_and_interval():
     z = st.norm.ppf(0.975)
     logs = np.log([2.0, 0.5, 1.0])
-    g = stats.geometric_mean_ci(logs, logs - z * 0.1, logs + z * 0.1, 0.95)
+    g = stats.geometric_mean_ci(logs, [0.1, 0.1, 0.1], 0.95)
     assert g.ratio == pytest.approx(1.0) and g.n == 3
     se = math.sqrt(3 * 0.01) / 3
     assert (g.low, g.high) == pytest.approx((math.exp(-z * se), math.exp(z * se)))
-    g = stats.geometric_mean_ci(np.log([1.0, 4.0]), np.log([0.9, 3.0]), np.log([1.1, 5.0]))
+    g = stats.geometric_mean_ci(np.log([1.0, 4.0]), [0.05, 0.2])
     assert g.ratio == pytest.approx(2.0)
-    assert stats.geometric_mean_ci([0.1], [math.nan], [math.nan]).n == 0
+    assert stats.geometric_mean_ci([0.1], [math.nan]).n == 0
 
 
 def test_robust_cv():

@@ -1,6 +1,7 @@
 """analysis.report: atomic writes, kernel choice, index.html, the `report` command end to end on
-tiny notebooks (parameters pinned to the run, code hidden, offline HTML), the one-line error of a
-failing notebook, bad input, and the real notebooks on a one-runtime run without echo rows."""
+tiny notebooks (the comparison computed once, parameters pinned to the run, code hidden, offline
+HTML, kernel logs in the report folder), the one-line error of a failing notebook, bad input, and
+the real notebooks on a one-runtime run without echo rows."""
 
 from __future__ import annotations
 
@@ -14,13 +15,13 @@ import nbformat
 import pytest
 
 import analysis
-from analysis import report
+from analysis import artefact, index_page, report, words
 from analysis.cli import main
-from report_fakes import RESAMPLES  # noqa: I001 (puts tests/analysis on sys.path)
+import report_fakes  # noqa: F401,I001 (puts tests/analysis on sys.path)
 from analysis_fakes import REPO, cli_env, write_run
 
 RUN_ID = "20261122T101500Z-lab1"
-PARAMS = ('data_dir = "data"\nrun_id = "latest"\nbaseline = "tokio"\ncandidate = "ampere"\n'
+PARAMS = ('data_dir = "data"\nrun_id = "latest"\nreport_dir = "reports"\nbaseline = "tokio"\ncandidate = "ampere"\n'
           'tie_band = 0.05\nconfidence = 0.95')
 EXTERNAL = re.compile(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//|url\(\s*["']?(?:https?:)?//""", re.I)
 STDERR_OUTPUT = re.compile(r"<div[^>]*data-mime-type=\"application/vnd\.jupyter\.stderr\"")
@@ -38,9 +39,9 @@ def make_notebook(folder: Path, name: str, *cells: str, markdown: str = "# A tin
     return path
 
 
-def run_cli(*args: object, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "analysis", *map(str, args)], cwd=REPO, env=cli_env(),
-                          capture_output=True, text=True, timeout=timeout)
+def run_cli(*args: object, timeout: float = 300, cwd: Path = REPO) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "analysis", *map(str, args)], cwd=cwd,
+                          env=cli_env(PYTHONPATH=str(REPO)), capture_output=True, text=True, timeout=timeout)
 
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -83,9 +84,10 @@ def test_pick_kernel_runs_this_interpreter():
 def test_index_summarises_the_run_and_links_every_page(two_runtime_run, tmp_path):
     data, run_id = two_runtime_run
     run = analysis.load_run(run_id, data_dir=data)
-    cmp = analysis.compare(run, n_resamples=RESAMPLES)
-    pages = [report.Page(name, tmp_path / f"{name}.html", tmp_path / f"{name}.ipynb", 1.0) for name in report.NOTEBOOKS]
-    page = report.index_html(run, cmp, pages, "python -m analysis report")
+    rc = artefact.compute(run, "tokio", "ampere", 0.05, 0.95)
+    cmp = rc.primary
+    pages = [index_page.Page(name, tmp_path / f"{name}.html", tmp_path / f"{name}.ipynb", 1.0) for name in report.NOTEBOOKS]
+    page = index_page.index_html(rc, pages, "python -m analysis report", "data/runs/x")
     counts = cmp.summary["counts"]
     assert f"run {run_id}" in page and "2026-11-22T10:15:00Z" in page
     assert "Test CPU, 8 logical cores" in page and "abc1234def" in page
@@ -94,10 +96,11 @@ def test_index_summarises_the_run_and_links_every_page(two_runtime_run, tmp_path
     assert f"{cmp.summary['geomean_ratio']:.3f}×" in page
     lo, hi = cmp.summary["geomean_ratio_ci"]
     assert f"[{lo:.3f}×, {hi:.3f}×]" in page
+    assert "geometric mean Tokio/ampere, like-for-like rows" in page and "geometric mean CPU Tokio/ampere" in page
     for name in report.NOTEBOOKS:
         assert f'href="{name}.html"' in page and f'href="{name}.ipynb"' in page
     assert not EXTERNAL.search(page)
-    for sentence in analysis.plots.headline_sentences(cmp):
+    for sentence in words.headline_sentences(cmp):
         assert sentence.replace("'", "&#x27;") in page
 
 
@@ -116,9 +119,9 @@ def tiny_report(tmp_path_factory):
                   "from analysis import plots\nfrom matplotlib.figure import Figure\nplots.setup_matplotlib()\n"
                   "fig = Figure(figsize=(3, 2))\nax = fig.add_subplot()\n"
                   "ax.plot([1, 2], [3, 4])\nax.set_title('tiny plot')\nfig")
-    out = root / "reports"
-    done = run_cli("report", "--data-dir", data, "--out-dir", out, "--notebook-dir", notebooks, "--notebooks", "tiny")
-    return done, out / RUN_ID
+    done = run_cli("report", "--data-dir", data, "--out-dir", "reports", "--notebook-dir", notebooks, "--notebooks",
+                   "tiny", cwd=root)
+    return done, root / "reports" / RUN_ID
 
 
 def test_report_writes_notebook_html_and_index(tiny_report):
@@ -126,10 +129,13 @@ def test_report_writes_notebook_html_and_index(tiny_report):
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""  # kernel chatter goes to the kernel log, not the terminal
     lines = done.stdout.splitlines()
-    assert lines[0] == "==> [report] tiny.ipynb"
-    assert Path(lines[-1]).resolve() == (folder / "index.html").resolve()
-    assert sorted(p.name for p in folder.iterdir()) == ["index.html", "logs", "tiny.html", "tiny.ipynb"]
+    assert lines[0] == "==> [report] comparison" and lines[2] == "==> [report] tiny.ipynb"
+    assert (folder.parents[1] / lines[-1]).resolve() == (folder / "index.html").resolve()  # printed relative to the CWD
+    assert sorted(p.name for p in folder.iterdir()) == ["comparison.json", "index.html", "logs", "tiny.html",
+                                                        "tiny.ipynb"]
+    # the kernel log is in the report folder, not in notebooks/reports/ (papermill runs kernels there)
     assert (folder / "logs" / "tiny.kernel.txt").is_file()
+    assert not (folder.parents[1] / "notebooks" / "reports").exists()
 
 
 def test_report_pins_the_run_and_hides_code(tiny_report):
@@ -139,6 +145,7 @@ def test_report_pins_the_run_and_hides_code(tiny_report):
     params = executed.metadata["papermill"]["parameters"]
     assert params["run_id"] == RUN_ID  # `latest` resolved before the notebook ran
     assert Path(params["data_dir"]).is_absolute()
+    assert params["report_dir"] == str(folder.parent)
     assert (params["baseline"], params["candidate"], params["tie_band"], params["confidence"]) == (
         "tokio", "ampere", 0.05, 0.95)
     page = (folder / "tiny.html").read_text()
@@ -167,9 +174,10 @@ def test_failing_notebook_is_one_line_naming_notebook_and_cell(tmp_path):
     expected = (f"error: report: {notebooks / 'broken.ipynb'} cell 4: KeyError: 'x' "
                 f"(executed notebook: {out / RUN_ID / 'broken.failed.ipynb'})")
     assert lines[0] == expected
-    assert done.stdout.splitlines() == ["==> [report] broken.ipynb"]
+    out_lines = done.stdout.splitlines()
+    assert out_lines[0] == "==> [report] comparison" and out_lines[2:] == ["==> [report] broken.ipynb"]
     folder = out / RUN_ID
-    assert sorted(p.name for p in folder.iterdir()) == ["broken.failed.ipynb", "logs"]
+    assert sorted(p.name for p in folder.iterdir()) == ["broken.failed.ipynb", "comparison.json", "logs"]
     failed = nbformat.read(folder / "broken.failed.ipynb", as_version=4)
     errors = [o for c in failed.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert [(e.ename, e.evalue) for e in errors] == [("KeyError", "'x'")]
@@ -220,12 +228,14 @@ def test_help_lists_report(capsys):
 # -- the real notebooks on an edge-case run ---------------------------------------------------
 
 def test_real_notebooks_on_a_one_runtime_run_without_echo(tokio_only_run, tmp_path):
-    """All four notebooks run on a run with only Tokio data and no echo rows, and say so."""
+    """Every notebook runs on a run with only Tokio data and no echo rows, and says so."""
     data, run_id = tokio_only_run
     lines: list[str] = []
-    index = report.build_report(run_id, data_dir=data, out_dir=tmp_path / "reports", progress=lines.append)
+    index = report.build_report(run_id, data_dir=data, out_dir=tmp_path / "reports", progress=lines.append, jobs=2)
     folder = index.parent
-    assert [line for line in lines if line.startswith("==>")] == [f"==> [report] {n}.ipynb" for n in report.NOTEBOOKS]
+    started = [line for line in lines if line.startswith("==>")]
+    assert started[0] == "==> [report] comparison"
+    assert sorted(started[1:]) == sorted(f"==> [report] {n}.ipynb" for n in report.NOTEBOOKS)
     pages = {name: (folder / f"{name}.html").read_text() for name in report.NOTEBOOKS}
     for name, page in pages.items():
         assert not STDERR_OUTPUT.search(page), name
@@ -234,6 +244,36 @@ def test_real_notebooks_on_a_one_runtime_run_without_echo(tokio_only_run, tmp_pa
     assert "data for Tokio only" in pages["overview"]
     assert "No echo suite in this run" in pages["echo"]
     assert "Only one complete run" in pages["history"]
-    assert pages["overview"].count('src="data:image/png;base64,') == 2  # forest plot and allocations
+    assert "No worker sweep in this run" in pages["scaling"]
+    assert pages["overview"].count('src="data:image/png;base64,') == 3  # forest plot, CPU plot, allocations
     assert pages["distributions"].count('src="data:image/png;base64,') == 2 * 5  # 5 tiers x 2 figures
     assert "This run has data for Tokio only" in index.read_text()
+
+
+def test_notebooks_load_the_comparison_the_report_computed(two_runtime_run, tmp_path):
+    """The report compares once; a notebook opened later finds the same file and does not compare."""
+    data, run_id = two_runtime_run
+    notebooks = tmp_path / "notebooks"
+    make_notebook(notebooks, "probe",
+                  "from analysis import notebook\n"
+                  "page = notebook.open_page(data_dir, run_id, report_dir, baseline, candidate, tie_band, confidence)\n"
+                  "print('GEOMEAN', page.comparisons.primary.summary['geomean_ratio'])")
+    out = tmp_path / "reports"
+    lines: list[str] = []
+    report.build_report(run_id, data_dir=data, out_dir=out, notebooks=["probe"], notebook_dir=notebooks,
+                        progress=lines.append)
+    cached = artefact.path_for(out, run_id)
+    stamp = cached.stat().st_mtime_ns
+    page = (out / run_id / "probe.html").read_text()
+    geomean = artefact.comparisons(analysis.load_run(run_id, data_dir=data), out).primary.summary["geomean_ratio"]
+    assert f"GEOMEAN {geomean}" in page
+    report.build_report(run_id, data_dir=data, out_dir=out, notebooks=["probe"], notebook_dir=notebooks,
+                        progress=lines.append)
+    assert cached.stat().st_mtime_ns == stamp  # reused, not written again
+
+
+def test_jobs_must_be_positive(two_runtime_run, tmp_path, capsys):
+    data, _ = two_runtime_run
+    assert main(["report", "--data-dir", str(data), "--out-dir", str(tmp_path / "r"), "--jobs", "0"]) == 2
+    assert capsys.readouterr().err.startswith("error: --jobs must be >= 1, got 0")
+    assert not (tmp_path / "r").exists()

@@ -1,0 +1,215 @@
+"""The comparisons of one run, computed once and kept in its report folder.
+
+`python -m analysis report` computes them before any notebook runs and writes
+`<report dir>/<run_id>/comparison.json`; every notebook and the index load that file instead
+of comparing again. A notebook run on its own (JupyterLab) computes and writes it on first use.
+
+What is in it (`RunComparisons`): the run's run.json, meta.json blocks, runtimes and variants,
+the machine table, and one `Comparison` per candidate: the primary candidate (e.g. `ampere`)
+first, then every other runtime of the run (e.g. `ampere.nospin`), each against the baseline.
+
+When it is used: only when its key matches — the run's files (a hash of run.json, every CSV
+and meta.json), the analysis code the numbers come from (a hash of those source files and of
+the fairness table), baseline, candidates, tie band and confidence. Otherwise it is computed
+again and replaced (written atomically). The file is plain JSON (frames as columns with their
+dtypes; NaN and infinities as JSON's NaN / Infinity tokens), so a reader can inspect it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from . import fairness, load, stats
+from .compare import Comparison, compare, fairness_semantics
+from .errors import AnalysisError
+from .files import write_text_atomic
+from .load import Run, machine_table
+
+FILE_NAME = "comparison.json"
+FORMAT = 1
+#: The modules whose code decides the numbers in the file (a change invalidates it).
+SOURCES = ("stats", "ranks", "benchmarks", "diagnostics", "summary", "compare", "schema", "load", "bench_csv",
+           "fairness", "artefact")
+FRAMES = ("benchmarks", "runtimes", "invocations", "echo", "diagnostics")
+
+
+@dataclass
+class RunComparisons:
+    """Everything the report pages of one run need, without its raw rows."""
+
+    run_id: str
+    run_path: str
+    info: dict[str, Any]
+    meta: dict[str, dict[str, Any]]
+    runtimes: tuple[str, ...]
+    variants: dict[str, dict[str, Any]]
+    schema_version: int
+    machine: pd.DataFrame
+    baseline: str
+    comparisons: dict[str, Comparison]
+
+    @property
+    def primary(self) -> Comparison:
+        """The comparison of the first candidate (the one the report was asked for)."""
+        return next(iter(self.comparisons.values()))
+
+    @property
+    def constants(self) -> dict[str, Any]:
+        return dict(self.info.get("constants") or {})
+
+
+def candidates_of(run: Run, baseline: str, candidate: str) -> list[str]:
+    """`candidate` first, then every other runtime of the run except the baseline."""
+    return [candidate] + [rt for rt in run.runtimes if rt not in (baseline, candidate)]
+
+
+def compute(run: Run, baseline: str, candidate: str, tie_band: float, confidence: float) -> RunComparisons:
+    """Compare every candidate of the run with the baseline (see candidates_of)."""
+    semantics = fairness_semantics()
+    comparisons = {name: compare(run, baseline, name, tie_band, confidence, semantics=semantics)
+                   for name in candidates_of(run, baseline, candidate)}
+    return RunComparisons(run_id=run.run_id, run_path=str(run.path), info=run.info, meta=run.meta,
+                          runtimes=run.runtimes, variants=run.variants, schema_version=run.schema_version,
+                          machine=machine_table(run), baseline=baseline, comparisons=comparisons)
+
+
+# -- the key --------------------------------------------------------------------------------
+
+def _digest(paths: list[Path]) -> str:
+    h = hashlib.sha256()
+    for path in paths:
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def run_fingerprint(folder: Path) -> str:
+    """Hash of run.json and of every CSV and meta.json of a run folder."""
+    files = [p for p in sorted(Path(folder).iterdir()) if p.is_file() and not p.name.startswith(".")
+             and (p.name == load.RUN_JSON or p.suffix == ".csv" or p.name.endswith(".meta.json"))]
+    return _digest(files)
+
+
+def code_fingerprint() -> str:
+    """Hash of the analysis code the numbers come from and of the fairness table."""
+    here = Path(__file__).resolve().parent
+    paths = [here / f"{name}.py" for name in SOURCES] + [fairness.default_readme()]
+    return _digest([p for p in paths if p.is_file()])
+
+
+def key_of(run: Run, baseline: str, candidate: str, tie_band: float, confidence: float) -> dict[str, Any]:
+    return {"format": FORMAT, "run_id": run.run_id, "run": run_fingerprint(run.path), "code": code_fingerprint(),
+            "baseline": baseline, "candidates": candidates_of(run, baseline, candidate),
+            "tie_band": float(tie_band), "confidence": float(confidence)}
+
+
+# -- JSON -------------------------------------------------------------------------------------
+
+def _plain(value: Any) -> Any:
+    """A JSON value: pd.NA / None -> None, numpy scalars -> Python, lists recursively."""
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if value is None or value is pd.NA or value is pd.NaT:
+        return None
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def frame_to_json(frame: pd.DataFrame) -> dict[str, Any]:
+    return {"columns": list(frame.columns), "dtypes": [str(t) for t in frame.dtypes],
+            "data": [[_plain(v) for v in frame[c].tolist()] for c in frame.columns]}
+
+
+def frame_from_json(doc: dict[str, Any]) -> pd.DataFrame:
+    columns = {}
+    for name, dtype, values in zip(doc["columns"], doc["dtypes"], doc["data"]):
+        if dtype == "object":
+            series = pd.Series(values, dtype=object)
+        elif dtype == "float64":
+            series = pd.Series([math.nan if v is None else v for v in values], dtype="float64")
+        else:
+            series = pd.Series(values, dtype=dtype)
+        columns[name] = series
+    return pd.DataFrame(columns, columns=doc["columns"])
+
+
+def comparison_to_json(cmp: Comparison) -> dict[str, Any]:
+    return {"run_id": cmp.run_id, "baseline": cmp.baseline, "candidate": cmp.candidate, "tie_band": cmp.tie_band,
+            "confidence": cmp.confidence, "compared": cmp.compared, "summary": cmp.summary, "extra": cmp.extra,
+            "frames": {name: frame_to_json(getattr(cmp, name)) for name in FRAMES}}
+
+
+def comparison_from_json(doc: dict[str, Any]) -> Comparison:
+    frames = {name: frame_from_json(doc["frames"][name]) for name in FRAMES}
+    return Comparison(run_id=doc["run_id"], baseline=doc["baseline"], candidate=doc["candidate"],
+                      tie_band=doc["tie_band"], confidence=doc["confidence"], summary=doc["summary"],
+                      compared=doc["compared"], extra=doc["extra"], **frames)
+
+
+def to_json(result: RunComparisons, key: dict[str, Any]) -> str:
+    doc = {"key": key, "run_id": result.run_id, "run_path": result.run_path, "info": result.info, "meta": result.meta,
+           "runtimes": list(result.runtimes), "variants": result.variants, "schema_version": result.schema_version,
+           "machine": frame_to_json(result.machine.reset_index()), "baseline": result.baseline,
+           "comparisons": [comparison_to_json(c) for c in result.comparisons.values()]}
+    return json.dumps(_plain_doc(doc), indent=1) + "\n"
+
+
+def _plain_doc(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _plain_doc(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain_doc(v) for v in value]
+    return _plain(value)
+
+
+def from_json(doc: dict[str, Any]) -> RunComparisons:
+    comparisons = [comparison_from_json(c) for c in doc["comparisons"]]
+    return RunComparisons(run_id=doc["run_id"], run_path=doc["run_path"], info=doc["info"], meta=doc["meta"],
+                          runtimes=tuple(doc["runtimes"]), variants=doc["variants"],
+                          schema_version=doc["schema_version"],
+                          machine=frame_from_json(doc["machine"]).set_index("field"), baseline=doc["baseline"],
+                          comparisons={c.candidate: c for c in comparisons})
+
+
+# -- cached -----------------------------------------------------------------------------------
+
+def path_for(report_dir: str | Path, run_id: str) -> Path:
+    return Path(report_dir) / run_id / FILE_NAME
+
+
+def read_cached(path: Path, key: dict[str, Any]) -> RunComparisons | None:
+    """The file's content if it exists, parses and has this key; else None (compute again)."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or doc.get("key") != key:
+        return None
+    try:
+        return from_json(doc)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise AnalysisError(f"{path}: unreadable comparison file ({exc}); delete it to compute it again") from None
+
+
+def comparisons(run: Run, report_dir: str | Path, baseline: str = "tokio", candidate: str = "ampere",
+                tie_band: float = stats.DEFAULT_TIE_BAND, confidence: float = stats.DEFAULT_CONFIDENCE
+                ) -> RunComparisons:
+    """The run's comparisons from `<report_dir>/<run_id>/comparison.json`, computed and written
+    there first when the file is missing or was made from other data, code or settings."""
+    key = key_of(run, baseline, candidate, tie_band, confidence)
+    path = path_for(report_dir, run.run_id)
+    cached = read_cached(path, key)
+    if cached is not None:
+        return cached
+    result = compute(run, baseline, candidate, tie_band, confidence)
+    write_text_atomic(path, to_json(result, key))
+    return result

@@ -1,0 +1,333 @@
+"""Statistics of every benchmark of two row sets: each side, and the pair (the comparison core).
+
+Two sets of rows ("baseline" and "candidate": two runtimes of one run, or one runtime in two
+runs) are grouped by benchmark (schema.BENCH_KEY: suite, tier, benchmark, param, workers) and
+give three frames, sorted in display order:
+- `benchmarks`: one row per benchmark; side-specific columns are prefixed `baseline_` /
+  `candidate_` so that notebooks do not depend on runtime names (BENCHMARK_COLUMNS);
+- `runtimes`: one row per benchmark x runtime, long form (RUNTIME_COLUMNS);
+- `invocations`: one row per benchmark x runtime x invocation (INVOCATION_COLUMNS).
+
+Per side: the centre of ns/op (stats.median_centre: the geometric mean of the invocation
+medians, or the median of one invocation) with its interval, the same for CPU ns/op (cpu_ns /
+ops; NaN where not recorded), cores busy (median of cpu_ns / elapsed_ns: 1.0 = one core busy
+for the whole iteration), spread, variance between invocations, allocations, and for the echo
+suite avg / min / p75 / p99 / max per batch. Per pair: the ratio baseline / candidate of
+wall time and of CPU time with intervals and verdicts, the rank-based cross-checks, allocation
+ratios and, for echo, the avg and p99 ratios. p-values are adjusted across the benchmarks of
+the comparison (Benjamini-Hochberg q-values). See stats.py and ranks.py for the methods.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+import scipy.stats as st
+
+from . import ranks, schema, stats
+
+KEY: tuple[str, ...] = schema.BENCH_KEY
+IDENT_COLUMNS = ["suite", "tier", "benchmark", "param", "workers", "label"]
+ECHO_FIELDS = ["avg_ns", "avg_ns_ci_low", "avg_ns_ci_high", "min_ns", "p75_ns", "p99_ns", "p99_ns_ci_low",
+               "p99_ns_ci_high", "p99_ns_ci_widest", "max_ns"]
+RUNTIME_COLUMNS = IDENT_COLUMNS + [
+    "runtime", "role", "n", "n_invocations", "ops",
+    "median_ns_per_op", "ci_low", "ci_high", "ci_method", "ci_coverage", "ci_widest",
+    "mean_ns_per_op", "min_ns_per_op", "max_ns_per_op", "iqr_ns_per_op", "rcv",
+    "var_between", "var_within", "share_between", "invocation_f_pvalue",
+    "cpu_ns_per_op", "cpu_ci_low", "cpu_ci_high", "cores_busy",
+    "bytes_per_op", "allocs_per_op", "alloc_varies", "invocation_medians",
+] + ECHO_FIELDS
+SIDE_FIELDS = ["n", "n_invocations", "median_ns_per_op", "ci_low", "ci_high", "ci_widest", "rcv", "share_between",
+               "cpu_ns_per_op", "cpu_ci_low", "cpu_ci_high", "cores_busy",
+               "bytes_per_op", "allocs_per_op", "alloc_varies"] + [f for f in ECHO_FIELDS if f != "p99_ns_ci_widest"]
+PAIR_COLUMNS = [
+    "ratio", "ratio_ci_low", "ratio_ci_high", "log_ratio", "log_ratio_ci_low", "log_ratio_ci_high", "log_ratio_se",
+    "ratio_method", "hl_ratio", "hl_ci_low", "hl_ci_high", "p_value", "q_value", "cliffs_delta",
+    "verdict", "verdict_reason",
+    "cpu_ratio", "cpu_ratio_ci_low", "cpu_ratio_ci_high", "cpu_log_ratio_se", "cpu_verdict", "cpu_verdict_reason",
+    "bytes_ratio", "allocs_ratio", "avg_ratio", "avg_ratio_ci_low", "avg_ratio_ci_high", "p99_ratio",
+]
+BENCHMARK_COLUMNS = (IDENT_COLUMNS + ["compared", "headline", "like_for_like", "semantics_note"]
+                     + [f"baseline_{f}" for f in SIDE_FIELDS]
+                     + [f"candidate_{f}" for f in SIDE_FIELDS] + PAIR_COLUMNS)
+INVOCATION_COLUMNS = IDENT_COLUMNS + ["runtime", "invocation", "n", "median_ns_per_op", "mean_ns_per_op",
+                                      "min_ns_per_op", "max_ns_per_op", "median_cpu_ns_per_op",
+                                      "kendall_tau", "kendall_pvalue", "kendall_qvalue", "first_is_outlier"]
+VERDICTS = ("win", "loss", "tie", "inconclusive")
+#: A first iteration is flagged when it lies outside the range of the other iterations and
+#: further from their median than OUTLIER_MADS robust SDs (normal-consistent MAD) and than
+#: OUTLIER_RELATIVE of that median (a floor for very quiet benchmarks, where MAD is tiny).
+OUTLIER_MADS = 5.0
+OUTLIER_RELATIVE = 0.10
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What every interval and verdict of a comparison depends on."""
+
+    tie_band: float = stats.DEFAULT_TIE_BAND
+    confidence: float = stats.DEFAULT_CONFIDENCE
+
+
+#: benchmark name -> (like for like, the semantic difference that remains; "" when none).
+Semantics = Callable[[str], tuple[bool, str]]
+
+
+def same_semantics(benchmark: str) -> tuple[bool, str]:
+    """The Semantics of a comparison of one runtime with itself (`diff`): always like for like."""
+    return True, ""
+
+
+def is_headline(ident: dict[str, Any], num_workers: int | None) -> bool:
+    """Whether a row counts in the headline: every row except Tier 3-4 rows of a worker sweep
+    at another count than the run's num_workers (BENCHMARKS.md: NUM_WORKERS is the headline)."""
+    workers = ident["workers"]
+    if ident["suite"] != "micro" or ident["tier"] not in schema.OVERSUBSCRIBED_TIERS or workers is None:
+        return True
+    return num_workers is None or workers == num_workers
+
+
+def _sample(rows: pd.DataFrame, column: str) -> list[np.ndarray]:
+    """Values of `column` per invocation (sorted by invocation, then iteration)."""
+    ordered = rows.sort_values(["invocation", "iteration"])
+    return [g[column].to_numpy(dtype=np.float64) for _, g in ordered.groupby("invocation", sort=True)]
+
+
+def _recorded(values: np.ndarray) -> bool:
+    return values.size > 0 and bool(np.isfinite(values).all())
+
+
+# -- one side ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Side:
+    """One runtime's statistics of one benchmark: the record and the centres the pair needs."""
+
+    record: dict[str, Any]
+    wall: stats.Centre
+    cpu: stats.Centre | None
+    avg: stats.Centre | None
+    values: np.ndarray
+
+
+def describe_side(rows: pd.DataFrame, confidence: float) -> Side:
+    """Per-runtime statistics of one benchmark (one row of `runtimes`)."""
+    sample = _sample(rows, "ns_per_op")
+    values = stats.pooled(sample)
+    wall = stats.median_centre(sample, confidence)
+    comps = stats.variance_components(sample)
+    per_row_bytes = (rows["alloc_bytes"] / rows["ops"]).to_numpy(dtype=np.float64)
+    per_row_allocs = (rows["alloc_count"] / rows["ops"]).to_numpy(dtype=np.float64)
+    q1, q3 = np.quantile(values, [0.25, 0.75])
+    record: dict[str, Any] = {
+        "n": int(values.size), "n_invocations": len(sample), "ops": int(rows["ops"].median()),
+        "median_ns_per_op": wall.estimate, "ci_low": wall.low, "ci_high": wall.high, "ci_method": wall.method,
+        "ci_coverage": wall.coverage, "ci_widest": wall.widest, "mean_ns_per_op": float(values.mean()),
+        "min_ns_per_op": float(values.min()), "max_ns_per_op": float(values.max()),
+        "iqr_ns_per_op": float(q3 - q1), "rcv": stats.robust_cv(values),
+        "var_between": comps.between, "var_within": comps.within, "share_between": comps.share_between,
+        "invocation_f_pvalue": comps.f_pvalue,
+        "bytes_per_op": float(per_row_bytes.mean()), "allocs_per_op": float(per_row_allocs.mean()),
+        "alloc_varies": bool(np.ptp(per_row_bytes) > 0 or np.ptp(per_row_allocs) > 0),
+        "invocation_medians": [float(np.median(a)) for a in sample],
+    }
+    cpu = _describe_cpu(rows, confidence, record)
+    record.update(dict.fromkeys(ECHO_FIELDS, math.nan))
+    avg = None
+    if (rows["suite"] == "echo").all():
+        batches = _sample(rows, "elapsed_ns")
+        avg = stats.mean_centre(batches, confidence)
+        record.update(describe_batches(stats.pooled(batches), avg, confidence))
+    return Side(record, wall, cpu, avg, values)
+
+
+def _describe_cpu(rows: pd.DataFrame, confidence: float, record: dict[str, Any]) -> stats.Centre | None:
+    """CPU ns/op with its interval and cores busy into `record`; None when not recorded."""
+    cpu_ns = rows["cpu_ns"].to_numpy(dtype=np.float64)
+    if not _recorded(cpu_ns):
+        record.update(cpu_ns_per_op=math.nan, cpu_ci_low=math.nan, cpu_ci_high=math.nan, cores_busy=math.nan)
+        return None
+    centre = stats.median_centre(_sample(rows.assign(cpu_per_op=cpu_ns / rows["ops"].to_numpy()), "cpu_per_op"),
+                                 confidence)
+    busy = float(np.median(cpu_ns / rows["elapsed_ns"].to_numpy(dtype=np.float64)))
+    record.update(cpu_ns_per_op=centre.estimate, cpu_ci_low=centre.low, cpu_ci_high=centre.high, cores_busy=busy)
+    return centre
+
+
+def describe_batches(batches: np.ndarray, avg: stats.Centre, confidence: float) -> dict[str, Any]:
+    """Echo statistics per batch (elapsed_ns of a whole batch, not per op).
+
+    avg with its interval (stats.mean_centre); p75 and p99 are the inverted-CDF quantiles (an
+    observed batch time, x_(ceil(q n))); p99 gets its order-statistic interval.
+    """
+    p75 = stats.quantile_ci(batches, 0.75, confidence, method="inverted_cdf")
+    p99 = stats.quantile_ci(batches, 0.99, confidence, method="inverted_cdf")
+    return {"avg_ns": avg.estimate, "avg_ns_ci_low": avg.low, "avg_ns_ci_high": avg.high,
+            "min_ns": float(batches.min()), "p75_ns": p75.estimate, "p99_ns": p99.estimate,
+            "p99_ns_ci_low": p99.low, "p99_ns_ci_high": p99.high, "p99_ns_ci_widest": p99.widest,
+            "max_ns": float(batches.max())}
+
+
+def describe_invocations(rows: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per-invocation medians and the drift / warm-up checks (Kendall tau, first-iteration outlier)."""
+    out = []
+    for invocation, group in rows.sort_values(["invocation", "iteration"]).groupby("invocation", sort=True):
+        values = group["ns_per_op"].to_numpy(dtype=np.float64)
+        cpu = (group["cpu_ns"] / group["ops"]).to_numpy(dtype=np.float64)
+        tau = pvalue = math.nan
+        outlier = False
+        if values.size >= schema.MIN_SAMPLES:
+            if np.ptp(values) > 0:
+                res = st.kendalltau(group["iteration"].to_numpy(), values)
+                tau, pvalue = float(res.statistic), float(res.pvalue)
+            rest = values[1:]
+            centre = float(np.median(rest))
+            spread = max(OUTLIER_MADS * float(st.median_abs_deviation(rest, scale="normal")),
+                         OUTLIER_RELATIVE * centre)
+            outside = values[0] > rest.max() or values[0] < rest.min()
+            outlier = bool(outside and abs(values[0] - centre) > spread)
+        out.append({"invocation": int(invocation), "n": int(values.size),
+                    "median_ns_per_op": float(np.median(values)), "mean_ns_per_op": float(values.mean()),
+                    "min_ns_per_op": float(values.min()), "max_ns_per_op": float(values.max()),
+                    "median_cpu_ns_per_op": float(np.median(cpu)) if _recorded(cpu) else math.nan,
+                    "kendall_tau": tau, "kendall_pvalue": pvalue, "first_is_outlier": outlier})
+    return out
+
+
+# -- two sides --------------------------------------------------------------------------------
+
+def _safe_ratio(numerator: float, denominator: float) -> float:
+    if denominator == 0:
+        return math.nan if numerator == 0 else math.inf
+    return numerator / denominator
+
+
+def verdict_reason(verdict: str, rci: stats.RatioCI, tie_band: float) -> str:
+    hi_edge, lo_edge = 1 + tie_band, 1 / (1 + tie_band)
+    if not (math.isfinite(rci.log_low) and math.isfinite(rci.log_high)):
+        return rci.method if rci.method.startswith("no ") else f"no interval ({rci.method})"
+    ci = f"CI [{rci.low:.3f}, {rci.high:.3f}]"
+    return {
+        "win": f"{ci} wholly above {hi_edge:.3f}",
+        "loss": f"{ci} wholly below {lo_edge:.3f}",
+        "tie": f"{ci} inside the tie band [{lo_edge:.3f}, {hi_edge:.3f}]",
+        "inconclusive": f"{ci} crosses an edge of the tie band [{lo_edge:.3f}, {hi_edge:.3f}]",
+    }[verdict]
+
+
+def compare_sides(base: Side, cand: Side, names: tuple[str, str], settings: Settings) -> dict[str, Any]:
+    """Pairwise statistics of one benchmark (p-values are adjusted later, across benchmarks)."""
+    band, conf = settings.tie_band, settings.confidence
+    rci = stats.ratio_of(base.wall, cand.wall, conf, names)
+    verdict = stats.verdict(rci.log_low, rci.log_high, band)
+    hl = ranks.hodges_lehmann(base.values, cand.values, conf)
+    rank = ranks.rank_test(base.values, cand.values)
+    out: dict[str, Any] = {
+        "ratio": rci.ratio, "ratio_ci_low": rci.low, "ratio_ci_high": rci.high, "log_ratio": rci.log_ratio,
+        "log_ratio_ci_low": rci.log_low, "log_ratio_ci_high": rci.log_high, "log_ratio_se": rci.log_se,
+        "ratio_method": rci.method, "hl_ratio": hl.ratio, "hl_ci_low": hl.low, "hl_ci_high": hl.high,
+        "p_value": rank.p_value, "cliffs_delta": rank.cliffs_delta, "verdict": verdict,
+        "verdict_reason": verdict_reason(verdict, rci, band),
+    }
+    out.update(_cpu_pair(base, cand, names, settings))
+    b, c = base.record, cand.record
+    out["bytes_ratio"] = _safe_ratio(b["bytes_per_op"], c["bytes_per_op"])
+    out["allocs_ratio"] = _safe_ratio(b["allocs_per_op"], c["allocs_per_op"])
+    out.update(dict.fromkeys(["avg_ratio", "avg_ratio_ci_low", "avg_ratio_ci_high", "p99_ratio"], math.nan))
+    if base.avg is not None and cand.avg is not None:
+        avg = stats.ratio_of(base.avg, cand.avg, conf, names)
+        out.update(avg_ratio=avg.ratio, avg_ratio_ci_low=avg.low, avg_ratio_ci_high=avg.high,
+                   p99_ratio=_safe_ratio(b["p99_ns"], c["p99_ns"]))
+    return out
+
+
+def _cpu_pair(base: Side, cand: Side, names: tuple[str, str], settings: Settings) -> dict[str, Any]:
+    if base.cpu is None or cand.cpu is None:
+        missing = " and ".join(n for n, s in zip(names, (base, cand)) if s.cpu is None)
+        return {"cpu_ratio": math.nan, "cpu_ratio_ci_low": math.nan, "cpu_ratio_ci_high": math.nan,
+                "cpu_log_ratio_se": math.nan, "cpu_verdict": None,
+                "cpu_verdict_reason": f"CPU time not recorded ({missing})"}
+    cci = stats.ratio_of(base.cpu, cand.cpu, settings.confidence, names)
+    verdict = stats.verdict(cci.log_low, cci.log_high, settings.tie_band)
+    return {"cpu_ratio": cci.ratio, "cpu_ratio_ci_low": cci.low, "cpu_ratio_ci_high": cci.high,
+            "cpu_log_ratio_se": cci.log_se, "cpu_verdict": verdict,
+            "cpu_verdict_reason": verdict_reason(verdict, cci, settings.tie_band)}
+
+
+# -- every benchmark --------------------------------------------------------------------------
+
+def _label(ident: dict[str, Any], sweep: bool) -> str:
+    label = schema.bench_label(ident["benchmark"], ident["param"])
+    return f"{label} (w={ident['workers']})" if sweep and ident["workers"] is not None else label
+
+
+def _key(values: tuple) -> tuple:
+    """A benchmark key with an unrecorded worker count (<NA>, NaN) as None, so keys compare equal."""
+    suite, tier, benchmark, param, workers = values
+    return (suite, int(tier), benchmark, param, None if pd.isna(workers) else int(workers))
+
+
+def _groups(rows: pd.DataFrame) -> dict[tuple, pd.DataFrame]:
+    return {_key(k): g for k, g in rows.groupby(list(KEY), sort=False, dropna=False)}
+
+
+def _keys(*groups: dict[tuple, pd.DataFrame]) -> list[tuple]:
+    keys = {k for g in groups for k in g}
+    return sorted(keys, key=lambda k: schema.bench_sort_key(*k))
+
+
+def _swept(keys: list[tuple]) -> set[tuple]:
+    """(suite, tier, benchmark, param) of the benchmarks that ran at more than one worker count."""
+    counts: dict[tuple, int] = {}
+    for key in keys:
+        counts[key[:4]] = counts.get(key[:4], 0) + 1
+    return {k for k, count in counts.items() if count > 1}
+
+
+def analyse(base_rows: pd.DataFrame, cand_rows: pd.DataFrame, names: tuple[str, str], settings: Settings,
+            num_workers: int | None = None, semantics: Semantics = same_semantics
+            ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(benchmarks, runtimes, invocations) of two row sets; `names` label the two sides.
+
+    `num_workers`: the headline worker count (see is_headline); `semantics`: whether each
+    benchmark compares like with like (fairness table), per benchmark name.
+    """
+    groups = {"baseline": _groups(base_rows), "candidate": _groups(cand_rows)}
+    keys = _keys(*groups.values())
+    swept = _swept(keys)
+    bench_records, side_records, inv_records = [], [], []
+    for key in keys:
+        ident = dict(zip(KEY, key))
+        ident["label"] = _label(ident, key[:4] in swept)
+        found = {role: groups[role].get(key) for role in ("baseline", "candidate")}
+        sides = {role: describe_side(rows, settings.confidence) for role, rows in found.items() if rows is not None}
+        like, note = semantics(ident["benchmark"])
+        record: dict[str, Any] = {**ident, "compared": len(sides) == 2, "headline": is_headline(ident, num_workers),
+                                  "like_for_like": like, "semantics_note": note}
+        if len(sides) == 2:
+            record.update(compare_sides(sides["baseline"], sides["candidate"], names, settings))
+        else:
+            missing = names[1] if found["candidate"] is None else names[0]
+            record.update(verdict=None, cpu_verdict=None,
+                          verdict_reason=f"not compared: no {missing} data for this benchmark")
+        for (role, rows), name in zip(found.items(), names):
+            side = sides.get(role)
+            if side is not None:
+                side_records.append({**ident, "runtime": name, "role": role, **side.record})
+                inv_records += [{**ident, "runtime": name, **inv} for inv in describe_invocations(rows)]
+            for f in SIDE_FIELDS:
+                record[f"{role}_{f}"] = side.record[f] if side is not None else math.nan
+        bench_records.append(record)
+    benchmarks = pd.DataFrame.from_records(bench_records, columns=BENCHMARK_COLUMNS)
+    benchmarks["q_value"] = stats.bh_qvalues(benchmarks["p_value"].to_numpy(dtype=np.float64))
+    runtimes = pd.DataFrame.from_records(side_records, columns=RUNTIME_COLUMNS)
+    invocations = pd.DataFrame.from_records(inv_records, columns=INVOCATION_COLUMNS)
+    invocations["kendall_qvalue"] = stats.bh_qvalues(invocations["kendall_pvalue"].to_numpy(dtype=np.float64))
+    for frame in (benchmarks, runtimes, invocations):
+        frame["workers"] = frame["workers"].astype("Int64")
+    return benchmarks, runtimes, invocations

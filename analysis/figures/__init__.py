@@ -1,0 +1,1 @@
+"""Figures of the report pages, one module per page (style.py: what they share)."""

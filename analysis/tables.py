@@ -1,0 +1,175 @@
+"""Display tables for the notebooks: pandas frames of formatted strings, in display order.
+
+The numbers come from a Comparison (compare.py), the history (history.py) or the run's
+metadata; the formatting is that of the CLI tables (fmt.py, render.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from . import schema
+from .compare import Comparison
+from .fmt import finite, fmt_busy, fmt_ns, fmt_ratio, fmt_ratio_ci
+from .history import History
+from .render import comparison_rows
+
+VERDICT_COLORS = {"win": "#2ca02c", "loss": "#d62728", "tie": "#7f7f7f", "inconclusive": "#e6a700"}
+
+
+def group_title(suite: str, tier: int, benchmark: str) -> str:
+    if suite == "echo":
+        return f"Echo — {benchmark}"
+    return schema.group_title(suite, tier)
+
+
+def groups(frame: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """Rows of a benchmark-keyed frame in display order, grouped by tier (echo: by benchmark)."""
+    if frame.empty:
+        return []
+    workers = frame["workers"] if "workers" in frame else pd.Series([None] * len(frame), index=frame.index)
+    keys = [schema.bench_sort_key(s, int(t), b, p, w) for s, t, b, p, w in
+            zip(frame["suite"], frame["tier"], frame["benchmark"], frame["param"], workers)]
+    ordered = frame.iloc[sorted(range(len(frame)), key=keys.__getitem__)]
+    titles = [group_title(s, int(t), b) for s, t, b in zip(ordered["suite"], ordered["tier"], ordered["benchmark"])]
+    return [(title, ordered[[t == title for t in titles]]) for title in dict.fromkeys(titles)]
+
+
+def tier_tables(cmp: Comparison) -> list[tuple[str, pd.DataFrame]]:
+    """The per-tier tables of the CLI (render.comparison_rows), one frame per group."""
+    header, rows = comparison_rows(cmp, color=False)
+    tables: list[tuple[str, pd.DataFrame]] = []
+    title, current = None, []
+    for row in [*rows, "__end__"]:
+        if isinstance(row, str):
+            if title is not None:
+                tables.append((title, pd.DataFrame(current, columns=header)))
+            title, current = row, []
+        else:
+            current.append(list(row))
+    return tables
+
+
+def style_verdicts(frame: pd.DataFrame, columns: tuple[str, ...] = ("Verdict", "CPU verdict")) -> Any:
+    """A Styler that colours the verdict columns (HTML in the notebook and the report)."""
+    def colour(value: Any) -> str:
+        hue = VERDICT_COLORS.get(str(value))
+        return f"color: {hue}; font-weight: bold" if hue else ""
+
+    styler = frame.style.hide(axis="index")
+    present = [c for c in columns if c in frame.columns]
+    return styler.map(colour, subset=present) if present else styler
+
+
+def cpu_table(cmp: Comparison) -> pd.DataFrame:
+    """Wall time against CPU time per headline row: both ratios with intervals, CPU ns/op and
+    cores busy per runtime, and whether a wall-time win costs more CPU."""
+    bn, cn = schema.display_name(cmp.baseline), schema.display_name(cmp.candidate)
+    columns = ["Benchmark", f"wall {bn}/{cn} [CI]", "Verdict", f"CPU {bn}/{cn} [CI]", "CPU verdict",
+               f"{cn} CPU/op", f"{bn} CPU/op", f"{cn} cores busy", f"{bn} cores busy", "Note"]
+    rows = []
+    for _, group in groups(cmp.benchmarks[cmp.benchmarks["headline"].astype(bool)]):
+        for r in group.to_dict("records"):
+            note = ""
+            if r["verdict"] == "win" and r["cpu_verdict"] == "loss":
+                note = f"faster but costs {1 / r['cpu_ratio']:.2f}× the CPU of {bn}"
+            rows.append([r["label"], fmt_ratio_ci(r["ratio"], r["ratio_ci_low"], r["ratio_ci_high"]),
+                         _text(r["verdict"]), fmt_ratio_ci(r["cpu_ratio"], r["cpu_ratio_ci_low"], r["cpu_ratio_ci_high"]),
+                         _text(r["cpu_verdict"], "not recorded"), fmt_ns(r["candidate_cpu_ns_per_op"]),
+                         fmt_ns(r["baseline_cpu_ns_per_op"]), fmt_busy(r["candidate_cores_busy"]),
+                         fmt_busy(r["baseline_cores_busy"]), note])
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _text(value: Any, missing: str = "n/a") -> str:
+    return value if isinstance(value, str) else missing
+
+
+def diagnostics_table(cmp: Comparison) -> pd.DataFrame:
+    """Diagnostics as a readable table: level, where, runtime, message."""
+    diags = cmp.diagnostics
+    if diags.empty:
+        return pd.DataFrame(columns=["Level", "Where", "Runtime", "Message"])
+    where = [schema.bench_label(b, p) + ("" if pd.isna(w) else f" (w={int(w)})") if isinstance(b, str) else "whole run"
+             for b, p, w in zip(diags["benchmark"], diags["param"], diags["workers"])]
+    runtime = [schema.display_name(r) if isinstance(r, str) else "both" for r in diags["runtime"]]
+    return pd.DataFrame({"Level": diags["level"], "Where": where, "Runtime": runtime, "Message": diags["message"]})
+
+
+def fairness_display(frame: pd.DataFrame) -> pd.DataFrame:
+    """The fairness table with readable column names."""
+    names = {"benchmark": "Benchmark", "ampere_timed": "Timed on the ampere side",
+             "tokio_timed": "Timed on the Tokio side", "untimed_setup": "Created outside the timed region",
+             "differences": "Differences that remain", "same_semantics": "Same semantics"}
+    return frame.rename(columns=names)
+
+
+def machine_display(table: pd.DataFrame) -> pd.DataFrame:
+    """The machine table (load.machine_table) with display names and 'same' as yes/no."""
+    out = table.copy()
+    out = out.rename(columns={rt: schema.display_name(rt) for rt in out.columns if rt != "same"})
+    if "same" in out:
+        out["same"] = ["yes" if v else "no" for v in out["same"]]
+        out = out.rename(columns={"same": "same on all"})
+    return out.astype(str).replace({"None": "—", "nan": "—"})
+
+
+def echo_ratio_table(cmp: Comparison) -> pd.DataFrame:
+    """Seed-004 style table: per echo row, avg and p99 of both runtimes and the ratios."""
+    bn, cn = schema.display_name(cmp.baseline), schema.display_name(cmp.candidate)
+    bench = cmp.benchmarks[cmp.benchmarks["suite"] == "echo"]
+    columns = ["Benchmark", "Param", f"{cn} avg [CI]", f"{bn} avg [CI]", f"{cn} p99 [CI]", f"{bn} p99 [CI]",
+               f"avg ratio {bn}/{cn} [CI]", f"p99 ratio {bn}/{cn}", "Verdict"]
+    rows = []
+    for r in bench.to_dict("records"):
+        def side(role: str, stat: str) -> str:
+            value = r[f"{role}_{stat}_ns"]
+            if not finite(value):
+                return "—"
+            return f"{fmt_ns(value)} [{fmt_ns(r[f'{role}_{stat}_ns_ci_low'])}, {fmt_ns(r[f'{role}_{stat}_ns_ci_high'])}]"
+        rows.append([r["benchmark"], r["param"], side("candidate", "avg"), side("baseline", "avg"),
+                     side("candidate", "p99"), side("baseline", "p99"),
+                     fmt_ratio_ci(r["avg_ratio"], r["avg_ratio_ci_low"], r["avg_ratio_ci_high"]),
+                     fmt_ratio(r["p99_ratio"]) + ("x" if finite(r["p99_ratio"]) else ""), _text(r["verdict"])])
+    return pd.DataFrame(rows, columns=columns)
+
+
+def scaling_table(cmp: Comparison) -> pd.DataFrame:
+    """Per swept benchmark and worker count: ns/op and CPU ns/op of both sides, the ratio with
+    its interval and the verdict (the benchmarks that ran at more than one worker count)."""
+    bn, cn = schema.display_name(cmp.baseline), schema.display_name(cmp.candidate)
+    rows = []
+    for r in swept(cmp.benchmarks).to_dict("records"):
+        rows.append([schema.bench_label(r["benchmark"], r["param"]), int(r["workers"]),
+                     fmt_ns(r["candidate_median_ns_per_op"]), fmt_ns(r["baseline_median_ns_per_op"]),
+                     fmt_ratio_ci(r["ratio"], r["ratio_ci_low"], r["ratio_ci_high"]), _text(r["verdict"]),
+                     fmt_ns(r["candidate_cpu_ns_per_op"]), fmt_ns(r["baseline_cpu_ns_per_op"]),
+                     fmt_ratio_ci(r["cpu_ratio"], r["cpu_ratio_ci_low"], r["cpu_ratio_ci_high"]),
+                     _text(r["cpu_verdict"], "not recorded")])
+    return pd.DataFrame(rows, columns=["Benchmark", "Workers", f"{cn} ns/op", f"{bn} ns/op", f"{bn}/{cn} [CI]",
+                                       "Verdict", f"{cn} CPU/op", f"{bn} CPU/op", f"CPU {bn}/{cn} [CI]",
+                                       "CPU verdict"])
+
+
+def swept(benchmarks: pd.DataFrame) -> pd.DataFrame:
+    """Rows of the benchmarks that ran at more than one worker count, by benchmark then count."""
+    recorded = benchmarks[benchmarks["workers"].notna()]
+    counts = recorded.groupby(["suite", "tier", "benchmark", "param"])["workers"].transform("nunique")
+    rows = recorded[counts > 1]
+    keys = [schema.bench_sort_key(s, int(t), b, p, w) for s, t, b, p, w in
+            zip(rows["suite"], rows["tier"], rows["benchmark"], rows["param"], rows["workers"])]
+    return rows.iloc[sorted(range(len(rows)), key=keys.__getitem__)]
+
+
+def regressions_table(history: History, candidate: str) -> pd.DataFrame:
+    """Regressions as a display table (diff ratio = median in the earlier ÷ later run)."""
+    cn = schema.display_name(candidate)
+    rows = []
+    for r in history.regressions.to_dict("records"):
+        rows.append([r["label"], r["run_a"], r["run_b"], fmt_ratio_ci(r["ratio"], r["ratio_ci_low"], r["ratio_ci_high"]),
+                     f"{1 / r['ratio']:.2f}× slower" if finite(r["ratio"]) and r["ratio"] > 0 else "—",
+                     r["verdict_reason"]])
+    return pd.DataFrame(rows, columns=["Benchmark", "Earlier run", "Later run", f"{cn} earlier ÷ later [CI]",
+                                       f"{cn} in the later run", "Why"])
