@@ -56,10 +56,6 @@ class Comparison:
     compared: bool
     extra: dict[str, Any] = field(default_factory=dict)
 
-    @property
-    def names(self) -> tuple[str, str]:
-        return self.baseline, self.candidate
-
 
 def _settings(tie_band: float, confidence: float) -> Settings:
     if tie_band < 0:

@@ -388,13 +388,6 @@ def verdict(log_low: float, log_high: float, tie_band: float = DEFAULT_TIE_BAND)
     return "inconclusive"
 
 
-def verdict_from_ratio(low: float, high: float, tie_band: float = DEFAULT_TIE_BAND) -> Verdict:
-    """`verdict` for a ratio interval given on the ratio scale."""
-    if not (low > 0 and high > 0):
-        return "inconclusive"
-    return verdict(math.log(low), math.log(high), tie_band)
-
-
 @dataclass(frozen=True)
 class GeoMean:
     ratio: float

@@ -122,5 +122,5 @@ def ratio_grid(cmp: Comparison) -> Figure:
                                    Line2D([], [], color="#555555", marker="o", linestyle="none", label="wall-time ratio"),
                                    Line2D([], [], color="#555555", marker="s", markerfacecolor="white",
                                           linestyle="none", label="CPU-time ratio")]
-    fig.legend(handles=handles, loc="outside lower center", ncol=4, frameon=False)
+    fig.legend(handles=handles, loc="outside lower center", ncol=3, frameon=False)
     return fig

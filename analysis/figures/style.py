@@ -34,9 +34,13 @@ VERDICT_WORDS = {"win": "win (candidate better)", "loss": "loss (candidate worse
                  "tie": "tie (inside the band)", "inconclusive": "inconclusive (CI crosses a band edge)"}
 NICE_RATIOS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200,
                500, 1000)
+#: Ticks of a ratio axis that spans less than two NICE_RATIOS steps.
+FINE_RATIOS = (0.25, 0.33, 0.5, 0.67, 0.8, 1, 1.25, 1.5, 2, 3, 4)
 #: Label of the twin axes that only carries right-hand row texts (not a plot of its own).
 TWIN_LABEL = "row-texts"
 PANEL_INCHES = (3.4, 2.6)
+#: A grid is at least this wide, so that its title and legend fit above and below few panels.
+GRID_MIN_WIDTH_INCHES = 9.0
 GRID_COLUMNS = 4
 WIDTH_INCHES = 13.0
 ROW_INCHES = 0.26
@@ -59,6 +63,8 @@ def ratio_axis(ax: Any, low: float, high: float, tie_band: float, which: str = "
     (ax.set_xscale if which == "x" else ax.set_yscale)("log")
     (ax.set_xlim if which == "x" else ax.set_ylim)(lo, hi)
     ticks = [t for t in NICE_RATIOS if lo <= t <= hi]
+    if len(ticks) < 3:
+        ticks = [t for t in FINE_RATIOS if lo <= t <= hi]
     if len(ticks) < 3:
         ticks = sorted(set(ticks) | {round(1 / (1 + tie_band), 3), round(1 + tie_band, 3)})
     axis.set_major_locator(FixedLocator(ticks))
@@ -149,7 +155,8 @@ def grid(n_panels: int, title: str) -> tuple[Figure, list[Any]]:
     """A figure of small multiples, GRID_COLUMNS wide, with unused panels hidden."""
     cols = min(GRID_COLUMNS, max(1, n_panels))
     nrows = max(1, math.ceil(n_panels / cols))
-    fig = Figure(figsize=(PANEL_INCHES[0] * cols + 0.6, PANEL_INCHES[1] * nrows + 1.2), layout="constrained")
+    width = max(PANEL_INCHES[0] * cols + 0.6, GRID_MIN_WIDTH_INCHES)
+    fig = Figure(figsize=(width, PANEL_INCHES[1] * nrows + 1.2), layout="constrained")
     axes = fig.subplots(nrows, cols, squeeze=False).ravel().tolist()
     for ax in axes[n_panels:]:
         ax.set_visible(False)

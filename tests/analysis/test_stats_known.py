@@ -185,7 +185,8 @@ def test_bh_qvalues_by_hand():
     (math.nan, math.nan, "inconclusive"),
 ])
 def test_verdict_band_edges(low, high, expected):
-    assert stats.verdict_from_ratio(low, high, 0.05) == expected
+    logs = (math.log(low), math.log(high)) if low > 0 else (math.nan, math.nan)
+    assert stats.verdict(*logs, 0.05) == expected
 
 
 def test_verdict_mirrors_on_swap():
