@@ -120,6 +120,11 @@ def headline_sentences(cmp: Comparison) -> list[str]:
     return lines
 
 
+def cpu_recorded(cmp: Comparison) -> bool:
+    """Whether the run recorded CPU time (schema 2) for any row of either side."""
+    return bool(cmp.runtimes["cpu_ns_per_op"].notna().any())
+
+
 def costly_wins(cmp: Comparison) -> pd.DataFrame:
     """Headline rows that the candidate wins in wall time but loses in CPU time per op."""
     b = cmp.benchmarks
@@ -135,7 +140,9 @@ def cpu_sentences(cmp: Comparison) -> list[str]:
     """CPU time per operation in words: not recorded, its geometric mean, and which wall-time
     wins cost more CPU than the baseline spends (spinning instead of sleeping shows up here)."""
     bn, cn = schema.display_name(cmp.baseline), schema.display_name(cmp.candidate)
-    if not cmp.benchmarks["cpu_ratio"].notna().any():
+    if not cmp.compared:
+        return []
+    if not cpu_recorded(cmp):
         return ["CPU time per operation was not recorded in this run (schema 1), so it cannot say whether a "
                 "wall-time win costs more CPU."]
     lines = [geomean_sentence(cmp.summary, cmp.candidate, cmp.baseline, cmp.confidence, prefix="cpu_")]

@@ -35,7 +35,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--no-first-run", "--disable-sync"]
 WINDOW = (1400, 4000)
-PAGES = ("index", "overview", "distributions", "echo", "history")
+PAGES = ("index", "overview", "distributions", "echo", "scaling", "history")
 BROWSER_TIMEOUT_S = 180
 PROBE_ID = "ampere-probe"
 PROBE = """<script>

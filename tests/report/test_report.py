@@ -116,7 +116,7 @@ def tiny_report(tmp_path_factory):
     make_notebook(notebooks, "tiny",
                   "import sys\nimport analysis\nrun = analysis.load_run(run_id, data_dir=data_dir)\n"
                   "print('LOADED', run.run_id, 'FROM', run_id)",
-                  "from analysis import plots\nfrom matplotlib.figure import Figure\nplots.setup_matplotlib()\n"
+                  "from analysis import notebook\nfrom matplotlib.figure import Figure\nnotebook.setup_matplotlib()\n"
                   "fig = Figure(figsize=(3, 2))\nax = fig.add_subplot()\n"
                   "ax.plot([1, 2], [3, 4])\nax.set_title('tiny plot')\nfig")
     done = run_cli("report", "--data-dir", data, "--out-dir", "reports", "--notebook-dir", notebooks, "--notebooks",
@@ -245,7 +245,7 @@ def test_real_notebooks_on_a_one_runtime_run_without_echo(tokio_only_run, tmp_pa
     assert "No echo suite in this run" in pages["echo"]
     assert "Only one complete run" in pages["history"]
     assert "No worker sweep in this run" in pages["scaling"]
-    assert pages["overview"].count('src="data:image/png;base64,') == 3  # forest plot, CPU plot, allocations
+    assert pages["overview"].count('src="data:image/png;base64,') == 2  # forest plot, allocations (no CPU ratios)
     assert pages["distributions"].count('src="data:image/png;base64,') == 2 * 5  # 5 tiers x 2 figures
     assert "This run has data for Tokio only" in index.read_text()
 
