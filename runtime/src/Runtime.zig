@@ -44,6 +44,7 @@ const Worker = @import("scheduler/Worker.zig");
 const Driver = @import("time/Driver.zig");
 const BlockingPool = @import("blocking/BlockingPool.zig");
 const block_on = @import("block_on.zig");
+const SharedParker = @import("SharedParker.zig");
 
 const Runtime = @This();
 
@@ -81,6 +82,8 @@ idle: Idle,
 owned: OwnedTasks,
 driver: Driver,
 blocking: BlockingPool,
+/// The parkers of `blockOn` threads (reference-counted: see `SharedParker`).
+parkers: *SharedParker.Pool,
 scheduler: Header.Scheduler,
 next_task_id: std.atomic.Value(u64) = .init(1),
 shutting_down: std.atomic.Value(bool) = .init(false),
@@ -98,6 +101,9 @@ pub fn init(allocator: Allocator, options: Options) !*Runtime {
     errdefer owned.deinit(allocator);
     var blocking = try BlockingPool.init(allocator, self, options.max_blocking_threads, options.blocking_keep_alive_ns);
     errdefer blocking.deinit(allocator);
+    // One parker up front: a single thread calling `blockOn` never allocates in `blockOn`.
+    const parkers = try SharedParker.Pool.create(allocator, 1);
+    errdefer parkers.close();
 
     self.* = .{
         .allocator = allocator,
@@ -108,6 +114,7 @@ pub fn init(allocator: Allocator, options: Options) !*Runtime {
         .owned = owned,
         .driver = Driver.init(.{ .context = self, .function = kickTimer }),
         .blocking = blocking,
+        .parkers = parkers,
         .scheduler = .{ .context = self, .submit = submit },
     };
     for (workers, 0..) |*worker, index| worker.* = Worker.init(self, @intCast(index));
@@ -134,6 +141,7 @@ pub fn deinit(self: *Runtime) void {
     self.cancelAllTasks();
 
     const allocator = self.allocator;
+    self.parkers.close(); // Parkers still held by waker clones go when their last clone does.
     self.blocking.deinit(allocator);
     self.owned.deinit(allocator);
     allocator.free(self.threads);
@@ -146,13 +154,15 @@ pub fn isShuttingDown(self: *const Runtime) bool {
 }
 
 /// Runs `f` on the calling thread until it completes and returns its output, while the
-/// workers run spawned tasks. `ampere.spawn` and timers inside `f` use this runtime.
+/// workers run spawned tasks. `ampere.spawn` and timers inside `f` use this runtime. Parks on
+/// a reference-counted parker of the runtime's pool: allocates (through the runtime's
+/// allocator) only when every parker of the pool is checked out (see `SharedParker`).
 pub fn blockOn(self: *Runtime, f: anytype) future.OutputOf(@TypeOf(f)) {
     assert(context.worker() == null); // blockOn inside a task would block a worker.
     const saved = context.enter(self, null);
     defer saved.restore();
     var pinned = f;
-    return block_on.blockOnThreadSpin(&pinned, self.options.spin_before_park_ns);
+    return block_on.blockOnPool(self.parkers, &pinned, self.options.spin_before_park_ns);
 }
 
 /// Spawns `f` as a task; returns its JoinHandle.

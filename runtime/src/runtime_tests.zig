@@ -33,6 +33,7 @@ test {
     _ = @import("task/yield_now.zig");
     _ = @import("task/from_fn.zig");
     _ = @import("block_on.zig");
+    _ = @import("SharedParker.zig");
 }
 
 fn newRuntime(workers: u32) !*Runtime {
@@ -494,7 +495,8 @@ test "join waker: completion racing registration on another thread is never lost
     const rounds = ampere_testing.scaled(20_000, 20);
     var sched_state = CountingScheduler{};
     const scheduler = Header.Scheduler{ .context = &sched_state, .submit = CountingScheduler.submit };
-    var parker = ampere.Parker{};
+    const parker = try ampere.SharedParker.Pool.global().acquire();
+    defer parker.release();
     for (0..rounds) |i| {
         const cell = try Cell(Double).create(testing.allocator, .{ .value = i }, &scheduler, i);
         var handle = JoinHandle(u64){ .raw = &cell.header };
@@ -570,7 +572,7 @@ test "deinit cancels blocking functions that have not started and waits for the 
 const OwnerRace = struct {
     var phase = std.atomic.Value(u32).init(0);
     var early: time.Driver.TimerEntry = .{};
-    var main_parker: *ampere.Parker = undefined;
+    var main_parker: *ampere.SharedParker = undefined;
 
     fn waitForOwner1(w: *ampere.Runtime.WorkerForTests) void {
         var i: u32 = 0;
@@ -600,7 +602,8 @@ const OwnerRace = struct {
 };
 
 test "timer owner race: an earlier timer registered while the owner re-arms fires first" {
-    OwnerRace.main_parker = ampere.Parker.forCurrentThread();
+    OwnerRace.main_parker = try ampere.SharedParker.Pool.global().acquire();
+    defer OwnerRace.main_parker.release();
     const rt = try Runtime.init(testing.allocator, .{ .workers = 2, .spin_before_park_ns = 0 });
     defer rt.deinit();
     ampere.Runtime.WorkerForTests.test_hook_before_owner_claim.store(OwnerRace.hook, .release);
@@ -663,7 +666,8 @@ test "a spawn between a worker's last queue check and its sleep is not lost" {
     defer rt.deinit();
     ampere.Runtime.WorkerForTests.test_hook_before_sleep.store(SpawnInWindow.hook, .release);
     defer ampere.Runtime.WorkerForTests.test_hook_before_sleep.store(null, .release);
-    var parker = ampere.Parker{};
+    const parker = try ampere.SharedParker.Pool.global().acquire();
+    defer parker.release();
     for (0..rounds) |round| {
         SpawnInWindow.in_window.store(false, .release);
         SpawnInWindow.spawned.store(false, .release);
@@ -692,4 +696,180 @@ test "a spawn between a worker's last queue check and its sleep is not lost" {
         };
         try testing.expectEqual(@as(u64, 2 * round), value);
     }
+}
+
+// -- issue 11, item 2: a clone of the blockOn waker woken after blockOn returned and after its
+// thread exited. Every primitive publishes its completion, then wakes; the blockOn thread may
+// see the completion through another wake, return and exit in between.
+
+const LateWake = struct {
+    var armed = std.atomic.Value(bool).init(false);
+    var thread_gone = std.atomic.Value(bool).init(false);
+    var notify: *ampere.sync.Notify = undefined;
+
+    /// On the worker firing the sleep: `fired` is published, the sleep's waker (a clone of the
+    /// blockOn thread's waker) is not woken yet. Wake the blockOn thread through the Notify: it
+    /// sees the fired timer, returns and its thread exits; only then is the late wake released.
+    fn hook(driver: *time.Driver) void {
+        _ = driver;
+        if (!armed.swap(false, .acq_rel)) return;
+        notify.notifyOne();
+        var waited_ms: u32 = 0;
+        while (!thread_gone.load(.acquire) and waited_ms < 10_000) : (waited_ms += 1) {
+            std.Thread.sleep(std.time.ns_per_ms);
+        }
+    }
+
+    fn blockOnThread(rt: *Runtime, n: *ampere.sync.Notify) void {
+        _ = rt.blockOn(combinators.select(.{ time.sleep(2 * std.time.ns_per_ms), n.notified() }));
+    }
+};
+
+test "a blockOn waker woken after blockOn returned and its thread exited is safe" {
+    const rt = try Runtime.init(testing.allocator, .{ .workers = 1, .spin_before_park_ns = 0 });
+    defer rt.deinit();
+    var notify = ampere.sync.Notify.init();
+    LateWake.notify = &notify;
+    LateWake.thread_gone.store(false, .release);
+    LateWake.armed.store(true, .release);
+    time.Driver.test_hook_before_wake.store(LateWake.hook, .release);
+    defer time.Driver.test_hook_before_wake.store(null, .release);
+    const thread = try std.Thread.spawn(.{}, LateWake.blockOnThread, .{ rt, &notify });
+    thread.join(); // Its stack and thread-local storage are gone now.
+    try testing.expect(!LateWake.armed.load(.acquire)); // The hook ran: the wake is still due.
+    LateWake.thread_gone.store(true, .release);
+    // The late wake lands on the parker, which its last reference then returns to the pool.
+    var waited_ms: u32 = 0;
+    while (rt.parkers.checkedOut() > 0 and waited_ms < 5_000) : (waited_ms += 1) std.Thread.sleep(std.time.ns_per_ms);
+    try testing.expectEqual(@as(usize, 0), rt.parkers.checkedOut());
+}
+
+// -- issue 11, item 9: many timers due in one higher-level wheel slot (more than one batch of
+// expiries) must all fire on time; before the fix the rest of the slot moved 4 s later and held
+// up unrelated timers. Waits by wall clock, so a stall fails the test instead of hanging it.
+
+const CountedSleeper = struct {
+    pub const Output = void;
+    timer: time.Sleep,
+    deadline_ns: u64,
+    fired: *std.atomic.Value(u64),
+    late_max_ns: *std.atomic.Value(u64),
+
+    pub fn poll(self: *CountedSleeper, cx: *Context) Poll(void) {
+        if (self.timer.poll(cx) == .pending) return .pending;
+        const woke_ns = time.nowNs();
+        if (woke_ns < self.deadline_ns) @panic("a timer fired early");
+        _ = self.late_max_ns.fetchMax(woke_ns - self.deadline_ns, .monotonic);
+        _ = self.fired.fetchAdd(1, .release);
+        return .{ .ready = {} };
+    }
+    pub fn cancel(self: *CountedSleeper) void {
+        self.timer.cancel();
+    }
+};
+
+test "timers: more than a batch due in one wheel slot all fire, and an unrelated sleep too" {
+    // 100 per millisecond at every intensity: the defect needs more than one batch (64) due
+    // at the same slot start; 64 consecutive milliseconds always contain one such start.
+    const groups = 64;
+    const count = groups * 100;
+    const rt = try newRuntime(4);
+    defer rt.deinit();
+    const handles = try testing.allocator.alloc(JoinHandle(void), count + 1);
+    defer testing.allocator.free(handles);
+    var fired = std.atomic.Value(u64).init(0);
+    var late_max_ns = std.atomic.Value(u64).init(0);
+    // Far enough ahead that every timer is registered before the first falls due: they sit in
+    // level-1 slots of the wheel, 100 per millisecond, at most two slots for all of them.
+    const base_ns = time.nowNs() + 300 * std.time.ns_per_ms;
+    for (handles[0..count], 0..) |*handle, i| {
+        const deadline_ns = base_ns + (i % groups) * std.time.ns_per_ms;
+        handle.* = try rt.spawn(CountedSleeper{ .timer = time.sleepUntil(deadline_ns), .deadline_ns = deadline_ns, .fired = &fired, .late_max_ns = &late_max_ns });
+    }
+    const unrelated_ns = time.nowNs() + 500 * std.time.ns_per_ms;
+    handles[count] = try rt.spawn(CountedSleeper{ .timer = time.sleepUntil(unrelated_ns), .deadline_ns = unrelated_ns, .fired = &fired, .late_max_ns = &late_max_ns });
+
+    // Generous: a loaded 2-core machine under TSan is slow, but the stall was 4 s and more.
+    const late_bound_ns = 2 * std.time.ns_per_s;
+    const give_up_ns = @max(base_ns + groups * std.time.ns_per_ms, unrelated_ns) + late_bound_ns;
+    while (fired.load(.acquire) < count + 1 and time.nowNs() < give_up_ns) std.Thread.sleep(5 * std.time.ns_per_ms);
+    const fired_total = fired.load(.acquire);
+    if (fired_total < count + 1) {
+        for (handles) |*h| h.detach(); // Cancelled by deinit.
+        std.debug.print("\n{d} of {d} timers had not fired {d} ms after their deadline\n", .{ count + 1 - fired_total, count + 1, late_bound_ns / std.time.ns_per_ms });
+        return error.TestUnexpectedResult;
+    }
+    for (handles) |*h| try rt.blockOn(Await(void){ .handle = h.* });
+    try testing.expect(late_max_ns.load(.acquire) < late_bound_ns);
+}
+
+// -- issue 11, item 10: a timeout around a future that spends the whole cooperative budget on
+// every poll (an uncontended lock/unlock loop) must still fire.
+
+const BusyLock = struct {
+    pub const Output = void;
+    mutex: *ampere.sync.Mutex,
+    /// The timeout never fired by then: finish, so that the test fails instead of hanging.
+    give_up_ns: u64,
+    locking: ?ampere.sync.Mutex.Lock = null,
+
+    pub fn poll(self: *BusyLock, cx: *Context) Poll(void) {
+        while (time.nowNs() < self.give_up_ns) {
+            if (self.locking == null) self.locking = self.mutex.lock();
+            if (self.locking.?.poll(cx) == .pending) return .pending; // Budget spent (never contended).
+            self.locking = null;
+            self.mutex.unlock();
+        }
+        return .{ .ready = {} };
+    }
+    pub fn cancel(self: *BusyLock) void {
+        if (self.locking) |*l| l.cancel();
+        self.locking = null;
+    }
+};
+
+test "timeout fires around a future that uses up the cooperative budget on every poll" {
+    const rt = try newRuntime(2);
+    defer rt.deinit();
+    var mutex = ampere.sync.Mutex.init();
+    const give_up_ns = time.nowNs() + 5 * std.time.ns_per_s;
+    // On the blockOn thread...
+    try testing.expectError(error.Timeout, rt.blockOn(time.timeout(BusyLock{ .mutex = &mutex, .give_up_ns = give_up_ns }, 20 * std.time.ns_per_ms)));
+    // ...and in a task on a worker.
+    const task = try rt.spawn(time.timeout(BusyLock{ .mutex = &mutex, .give_up_ns = give_up_ns }, 20 * std.time.ns_per_ms));
+    try testing.expectError(error.Timeout, rt.blockOn(Await(time.TimeoutError!void){ .handle = task }));
+    try testing.expect(!mutex.isLocked());
+}
+
+// -- issue 11, item 11: `timeout` around futures whose output is an error union (a JoinHandle,
+// a oneshot receive): the error sets are merged, as `JoinOutput` does.
+
+test "timeout around a JoinHandle and around an error-union future" {
+    const rt = try newRuntime(2);
+    defer rt.deinit();
+    const second = std.time.ns_per_s;
+
+    const quick = try rt.spawn(Double{ .value = 5 });
+    const QuickTimeout = time.Timeout(JoinHandle(u64));
+    comptime assert(QuickTimeout.Output == (time.TimeoutError || JoinError)!u64);
+    try testing.expectEqual(@as(u64, 10), try rt.blockOn(time.timeout(quick, second)));
+
+    var cancels = std.atomic.Value(u32).init(0);
+    const stuck = try rt.spawn(Forever{ .cancels = &cancels });
+    try testing.expectError(error.Timeout, rt.blockOn(time.timeout(stuck, 2 * std.time.ns_per_ms)));
+
+    const failing = try rt.spawn(Fallible{ .fail = true });
+    try testing.expectError(error.Boom, rt.blockOn(time.timeout(failing, second)));
+    const succeeding = try rt.spawn(Fallible{ .fail = false });
+    try testing.expectEqual(@as(u32, 7), try rt.blockOn(time.timeout(succeeding, second)));
+
+    const Oneshot = ampere.channel.Oneshot(u64);
+    var sent = Oneshot.init();
+    try sent.send(3);
+    try testing.expectEqual(@as(u64, 3), try rt.blockOn(time.timeout(sent.recv(), second)));
+    var silent = Oneshot.init();
+    try testing.expectError(error.Timeout, rt.blockOn(time.timeout(silent.recv(), 2 * std.time.ns_per_ms)));
+    var closed = Oneshot.init();
+    closed.closeSender();
+    try testing.expectError(error.Closed, rt.blockOn(time.timeout(closed.recv(), second)));
 }
