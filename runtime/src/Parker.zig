@@ -117,8 +117,8 @@ fn consumeNotification(self: *Parker) bool {
     return self.state.cmpxchgStrong(notified, empty, .acquire, .monotonic) == null;
 }
 
-/// Drops a pending notification. Only when no other thread can call `unpark` any more (the
-/// pool of `SharedParker` recycling a parker whose last reference is gone).
+/// Drops a pending notification, for a new owner (`SharedParker.Pool.acquire`): only while
+/// nobody is parked on it. An `unpark` racing with it may land before or after.
 pub fn reset(self: *Parker) void {
     const previous = self.state.swap(empty, .monotonic);
     std.debug.assert(previous != parked); // Nobody is asleep on a parker being recycled.

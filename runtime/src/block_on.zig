@@ -1,7 +1,7 @@
 //! The thread executor: polls one future on the calling thread, parking between polls.
 //!
-//! The future's waker unparks a reference-counted `SharedParker` taken from a pool for the
-//! duration of the call: the runtime's pool for `Runtime.blockOn`, the process-wide one for
+//! The future's waker unparks a reference-counted `SharedParker` owned for the duration of
+//! the call: the runtime's pool for `Runtime.blockOn`, the process-wide one for
 //! `blockOnThread`. Waker clones hold references of their own, so a clone woken after the call
 //! returned (or after its thread exited) still finds a live parker; see `SharedParker` for
 //! what is allocated, when, and through which allocator (in steady state: nothing).
@@ -26,8 +26,8 @@ pub fn blockOnPool(pool: *SharedParker.Pool, f: anytype, spin_ns: u64) @typeInfo
     const F = @typeInfo(@TypeOf(f)).pointer.child;
     _ = future.OutputOf(F);
     const parker = pool.acquire() catch @panic("blockOn: out of memory for the thread's parker");
-    const waker = parker.waker(); // Our reference; the context lends it to the future.
-    defer waker.drop();
+    defer parker.release();
+    const waker = parker.waker(); // Borrowed by the context; the future clones it to keep it.
     var cx = future.Context.init(&waker);
     while (true) {
         const scope = budget.Scope.begin(budget.units_per_poll);

@@ -738,10 +738,10 @@ test "a blockOn waker woken after blockOn returned and its thread exited is safe
     thread.join(); // Its stack and thread-local storage are gone now.
     try testing.expect(!LateWake.armed.load(.acquire)); // The hook ran: the wake is still due.
     LateWake.thread_gone.store(true, .release);
-    // The late wake lands on the parker, which its last reference then returns to the pool.
+    // The late wake lands on the parker (back in the pool) and drops the last clone.
     var waited_ms: u32 = 0;
-    while (rt.parkers.checkedOut() > 0 and waited_ms < 5_000) : (waited_ms += 1) std.Thread.sleep(std.time.ns_per_ms);
-    try testing.expectEqual(@as(usize, 0), rt.parkers.checkedOut());
+    while (!rt.parkers.isQuiescent() and waited_ms < 5_000) : (waited_ms += 1) std.Thread.sleep(std.time.ns_per_ms);
+    try testing.expect(rt.parkers.isQuiescent());
 }
 
 // -- issue 11, item 9: many timers due in one higher-level wheel slot (more than one batch of
@@ -872,4 +872,45 @@ test "timeout around a JoinHandle and around an error-union future" {
     var closed = Oneshot.init();
     closed.closeSender();
     try testing.expectError(error.Closed, rt.blockOn(time.timeout(closed.recv(), second)));
+}
+
+fn parkerTaken(pool: *ampere.SharedParker.Pool) bool {
+    pool.mutex.lock();
+    defer pool.mutex.unlock();
+    return pool.free_count == 0;
+}
+
+test "blockOn allocates nothing in steady state, and only through the runtime's allocator" {
+    var counting = ampere.CountingAllocator.init(testing.allocator);
+    const rt = try Runtime.init(counting.allocator(), .{ .workers = 2 });
+    defer rt.deinit();
+    counting.reset();
+    // One thread: the parker allocated by `init` every time, though the late wakes of tasks
+    // completing may still hold clones of it when the next call starts.
+    for (0..200) |i| {
+        rt.blockOn(yieldNow());
+        rt.blockOn(time.sleep(0));
+        const handle = try rt.spawn(Double{ .value = i });
+        try testing.expectEqual(2 * i, try rt.blockOn(Await(u64){ .handle = handle }));
+    }
+    try testing.expectEqual(@as(u64, 200), counting.snapshot().count); // The 200 task cells only.
+    try testing.expectEqual(@as(usize, 1), rt.parkers.allocated.load(.monotonic));
+
+    // A second thread in blockOn at the same time: one more parker, from the runtime's allocator.
+    var cancels = std.atomic.Value(u32).init(0);
+    var forever = try rt.spawn(Forever{ .cancels = &cancels });
+    counting.reset();
+    const Waiter = struct {
+        fn run(r: *Runtime, h: *JoinHandle(void)) void {
+            _ = r.blockOn(Await(void){ .handle = h.* }) catch {};
+        }
+    };
+    const thread = try std.Thread.spawn(.{}, Waiter.run, .{ rt, &forever });
+    while (!parkerTaken(rt.parkers)) std.Thread.yield() catch {};
+    rt.blockOn(yieldNow()); // The waiter owns the first parker: a second one.
+    rt.blockOn(yieldNow()); // And the same second one again.
+    forever.abort();
+    thread.join();
+    try testing.expectEqual(@as(usize, 2), rt.parkers.allocated.load(.monotonic));
+    try testing.expectEqual(@as(u64, 1), counting.snapshot().count);
 }

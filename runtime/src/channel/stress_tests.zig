@@ -125,8 +125,8 @@ test "stress: bounded MPMC with capacity 1 and a non-power-of-two capacity" {
 /// cancels it instead (returns null; the caller takes the value back and retries).
 fn pollOrCancel(f: anytype, random: std.Random) ?@TypeOf(f.*).Output {
     const parker = SharedParker.Pool.global().acquire() catch @panic("out of memory for a parker");
+    defer parker.release();
     const waker = parker.waker();
-    defer waker.drop();
     var cx = Context.init(&waker);
     while (true) {
         switch (f.poll(&cx)) {

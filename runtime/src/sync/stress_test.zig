@@ -54,8 +54,8 @@ fn check(failures: *Atomic(u32), ok: bool) void {
 /// `cancel_it`, else runs it to completion. Returns true if it completed.
 fn pollOnceThen(f: anytype, cancel_it: bool) bool {
     const parker = SharedParker.Pool.global().acquire() catch @panic("out of memory for a parker");
+    defer parker.release();
     const waker = parker.waker();
-    defer waker.drop();
     var cx = future.Context.init(&waker);
     if (f.poll(&cx) == .ready) return true;
     if (cancel_it) {
