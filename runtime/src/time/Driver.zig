@@ -184,7 +184,7 @@ pub fn parkTimeoutNs(self: *const Driver) ?u64 {
     const next = self.next_deadline_ms.load(.seq_cst);
     if (next == none) return null;
     const now_ns = clock.nowNs() -| self.start_ns;
-    const deadline_ns = next * std.time.ns_per_ms;
+    const deadline_ns = next *| std.time.ns_per_ms; // Deadlines are exact, however far.
     return deadline_ns -| now_ns;
 }
 
