@@ -245,6 +245,23 @@ pub const DueList = struct {
     }
 };
 
+/// Unlinks and returns any one entry, or null when the wheel is empty (shutdown drains it).
+pub fn popAny(self: *Wheel) ?*Entry {
+    if (self.pending) |entry| {
+        self.remove(entry);
+        return entry;
+    }
+    for (&self.level_table) |*table| {
+        if (table.occupied == 0) continue;
+        const slot: u6 = @intCast(@ctz(table.occupied));
+        const entry = table.heads[slot].?;
+        self.remove(entry);
+        return entry;
+    }
+    assert(self.count == 0);
+    return null;
+}
+
 // -- tests -------------------------------------------------------------------------------
 
 fn drain(wheel: *Wheel, now_ms: u64, out: *std.ArrayList(u64)) !void {
@@ -463,4 +480,19 @@ test "a far timer in the top level's wrap slot does not hold back later top-leve
     defer fired.deinit(std.testing.allocator);
     try drain(&wheel, month_deadline, &fired);
     try std.testing.expectEqualSlices(u64, &.{month_deadline}, fired.items);
+}
+
+test "popAny drains entries waiting in slots and on the pending list" {
+    var wheel = Wheel.init(0);
+    var entries: [100]Entry = @splat(.{});
+    for (&entries) |*e| wheel.insert(e, 64);
+    var far = Entry{};
+    wheel.insert(&far, 1 << 40);
+    var due = DueList{};
+    try std.testing.expect(!wheel.advance(64, &due)); // 36 left pending.
+    var popped: usize = 0;
+    while (wheel.popAny()) |entry| : (popped += 1) try std.testing.expect(!entry.linked);
+    try std.testing.expectEqual(@as(usize, 100 - DueList.capacity_max + 1), popped);
+    try std.testing.expectEqual(@as(usize, 0), wheel.count);
+    try std.testing.expect(wheel.nextDeadline() == null);
 }
