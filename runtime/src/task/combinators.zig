@@ -251,7 +251,6 @@ pub fn joinAll(futures: anytype, results: []?future.OutputOf(ElementOf(@TypeOf(f
 
 // -- tests -------------------------------------------------------------------------------
 
-
 /// Ready after `polls_needed` polls; counts cancels.
 const Countdown = struct {
     pub const Output = u32;
