@@ -59,9 +59,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from . import child, schema
-from .build import BINARIES, REPO_ROOT, build
+from .build import BINARIES, REPO_ROOT, RUNTIMES, build
 from .errors import AnalysisError, DataError, RunFailed
 from .files import write_json_atomic
+from .load import read_bench_csv, read_json_object, runs_dir, validate_meta_json
 
 #: Process invocations per variant when --invocations is not given. The full value is what the
 #: interval-coverage simulation of the statistics tests assumes (it imports this constant);
@@ -100,9 +101,6 @@ class Variant:
 
 def load_variants(root: Path) -> dict[str, Variant]:
     """Every variant of runtime/bench/variants.json, validated (DataError on a bad file)."""
-    from .build import RUNTIMES
-    from .load import read_json_object
-
     path = root / VARIANTS_FILE
     doc = read_json_object(path)
     entries = doc.get("variants")
@@ -264,8 +262,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
 # -- constants --------------------------------------------------------------------------------
 
 def load_profile(root: Path, profile: str) -> dict[str, Any]:
-    from .load import read_json_object
-
     path = root / CONSTANTS_FILE
     doc = read_json_object(path)
     profiles = doc.get("profiles")
@@ -317,8 +313,6 @@ def short_hostname() -> str:
 
 
 def create_run_dir(data_dir: str | None, started: datetime) -> tuple[str, Path]:
-    from .load import runs_dir
-
     run_id = f"{started.strftime('%Y%m%dT%H%M%SZ')}-{short_hostname()}"
     root = runs_dir(data_dir)
     root.mkdir(parents=True, exist_ok=True)
@@ -529,8 +523,6 @@ def _fmt_done(fields: dict[str, str]) -> str:
 
 def check_outputs(inv: Invocation, workers: tuple[int, ...]) -> None:
     """The invocation's CSV and meta exist and validate, are schema 2, and hold its rows."""
-    from .load import read_bench_csv, read_json_object, validate_meta_json
-
     for path, kind in ((inv.csv, "CSV"), (inv.meta, "meta JSON")):
         if not path.is_file():
             raise StepFailed("invocation", f"program exited 0 but wrote no {kind} ({path.name})", inv.runtime, inv.index)
@@ -598,8 +590,6 @@ def plan_warmup(options: BenchOptions, folder: Path) -> list[Invocation]:
 
 def finish(options: BenchOptions, folder: Path, invocations: list[Invocation]) -> list[str]:
     """Merge, validate and copy meta; returns warnings for run.json."""
-    from .load import read_bench_csv, read_json_object
-
     warnings: list[str] = []
     for rt in options.variant_names:
         mine = [inv for inv in invocations if inv.runtime == rt]
