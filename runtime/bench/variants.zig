@@ -10,7 +10,8 @@
 //!   the setting's range.
 //! The whole file is checked whichever variant is selected, so a bad entry fails every run,
 //! not only the runs that select it. Selecting an unknown variant, or a variant of the other
-//! runtime, is an error (exit 2).
+//! runtime, is an error (exit 2). Object keys are visited in byte order (serde_json's map
+//! order on the Rust side), so both programs report the same first problem of a file.
 //!
 //! The selected `Variant` is a plain value: its name borrows the caller's string (the command
 //! line argument or the program's base name) and its settings are stored by index into
@@ -40,6 +41,9 @@ pub const known_settings = [_]Setting{
 };
 
 pub const known_runtimes = [_][]const u8{ "ampere", "tokio" };
+
+/// Most keys of one JSON object of the file (variants, or settings of one variant).
+pub const keys_max = 64;
 
 /// The selected variant.
 pub const Variant = struct {
@@ -132,9 +136,8 @@ pub fn selectFrom(scratch: std.mem.Allocator, text: []const u8, runtime: []const
         .object => |o| o,
         else => return diag.fail("variants.json: no \"variants\" object", .{}),
     };
-    var root_keys = root.iterator();
-    while (root_keys.next()) |entry| {
-        const key = entry.key_ptr.*;
+    var key_buffer: [keys_max][]const u8 = undefined;
+    for (try sortedKeys(root, &key_buffer, "the top level", diag)) |key| {
         if (!std.mem.eql(u8, key, "variants") and !std.mem.eql(u8, key, "_comment")) {
             return diag.fail("variants.json: unknown top-level key '{s}'", .{key});
         }
@@ -143,15 +146,15 @@ pub fn selectFrom(scratch: std.mem.Allocator, text: []const u8, runtime: []const
         .object => |o| o,
         else => return diag.fail("variants.json: no \"variants\" object", .{}),
     };
+    const names = try sortedKeys(table, &key_buffer, "\"variants\"", diag);
     var selected: ?Variant = null;
-    var iterator = table.iterator();
-    while (iterator.next()) |entry| {
-        const variant = try check(entry.key_ptr.*, entry.value_ptr.*, diag);
+    for (names) |key| {
+        const variant = try check(key, table.get(key).?, diag);
         if (std.mem.eql(u8, variant.name, name)) selected = variant;
     }
     var found = selected orelse {
-        var names: [256]u8 = undefined;
-        return diag.fail("--variant: unknown variant '{s}' (variants.json has: {s})", .{ name, joinKeys(table, &names) });
+        var list: [256]u8 = undefined;
+        return diag.fail("--variant: unknown variant '{s}' (variants.json has: {s})", .{ name, join(names, &list) });
     };
     if (!std.mem.eql(u8, found.runtime, runtime)) {
         return diag.fail("--variant {s}: a variant of {s}; this program runs {s} variants only", .{ name, found.runtime, runtime });
@@ -169,9 +172,8 @@ fn check(name: []const u8, value: std.json.Value, diag: *Diagnostic) Error!Varia
         .object => |o| o,
         else => return diag.fail("variants.json: variant '{s}': expected an object", .{name}),
     };
-    var keys = object.iterator();
-    while (keys.next()) |entry| {
-        const key = entry.key_ptr.*;
+    var key_buffer: [keys_max][]const u8 = undefined;
+    for (try sortedKeys(object, &key_buffer, name, diag)) |key| {
         const eql = std.mem.eql;
         if (!eql(u8, key, "runtime") and !eql(u8, key, "settings") and !eql(u8, key, "description")) {
             return diag.fail("variants.json: variant '{s}': unknown key '{s}' (runtime, settings, description)", .{ name, key });
@@ -195,13 +197,11 @@ fn check(name: []const u8, value: std.json.Value, diag: *Diagnostic) Error!Varia
         else => return diag.fail("variants.json: variant '{s}': \"settings\" must be an object", .{name}),
     };
     var variant = Variant{ .name = name, .runtime = runtime };
-    var entries = settings.iterator();
-    while (entries.next()) |entry| {
-        const key = entry.key_ptr.*;
+    for (try sortedKeys(settings, &key_buffer, name, diag)) |key| {
         const index = settingIndex(runtime, key) orelse
             return diag.fail("variants.json: variant '{s}': unknown setting '{s}' for {s}", .{ name, key, runtime });
         const setting = known_settings[index];
-        const number: ?u64 = switch (entry.value_ptr.*) {
+        const number: ?u64 = switch (settings.get(key).?) {
             .integer => |i| if (i >= 0) @intCast(i) else null,
             else => null,
         };
@@ -227,10 +227,24 @@ fn settingIndex(runtime: []const u8, name: []const u8) ?usize {
     return null;
 }
 
-/// `a, b, c` of the table's keys in file order (truncated to the buffer).
-fn joinKeys(table: std.json.ObjectMap, buffer: []u8) []const u8 {
+/// The keys of `object` in byte order, in `buffer`.
+fn sortedKeys(object: std.json.ObjectMap, buffer: *[keys_max][]const u8, where: []const u8, diag: *Diagnostic) Error![]const []const u8 {
+    const keys = object.keys();
+    if (keys.len > keys_max) return diag.fail("variants.json: {s}: more than {d} keys", .{ where, keys_max });
+    const sorted = buffer[0..keys.len];
+    @memcpy(sorted, keys);
+    std.mem.sort([]const u8, sorted, {}, lessThan);
+    return sorted;
+}
+
+fn lessThan(_: void, a: []const u8, b: []const u8) bool {
+    return std.mem.lessThan(u8, a, b);
+}
+
+/// `a, b, c` (truncated to the buffer).
+fn join(keys: []const []const u8, buffer: []u8) []const u8 {
     var w = std.Io.Writer.fixed(buffer);
-    for (table.keys(), 0..) |key, i| {
+    for (keys, 0..) |key, i| {
         if (i > 0) w.writeAll(", ") catch break;
         w.writeAll(key) catch break;
     }
