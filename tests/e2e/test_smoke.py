@@ -12,11 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from analysis.report import NOTEBOOKS  # every page the report renders, in order
 from analysis.schema import CSV_COLUMNS
 
 REPO = Path(__file__).resolve().parents[2]
-
-NOTEBOOKS = ("overview", "distributions", "echo", "history")
 CONTROLS = ("floor_cas_store", "floor_fetch_add")
 TOP_FIELDS = {"run_id", "baseline", "candidate", "tie_band", "confidence", "benchmarks", "summary"}
 BENCH_FIELDS = {"suite", "tier", "benchmark", "param", "ns_per_op", "ns_per_op_ci", "ratio", "ratio_ci",
