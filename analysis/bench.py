@@ -660,6 +660,12 @@ def run_bench(options: BenchOptions) -> Path:
             _execute(options, state, warmups, invocations)
             warnings = finish(options, folder, invocations) + constants_warnings(options)
             suites = suites_present(options, invocations)
+            with child.signals_deferred():  # complete means complete: run.json is never half-done
+                shutil.rmtree(folder / STAGING, ignore_errors=True)
+                info = run_info(options, state, variants, constants, overrides, suites, warmups, invocations,
+                                warnings)
+                info["elapsed_s"] = round(time.monotonic() - clock, 1)
+                write_json_atomic(folder / "run.json", info)
         except StepFailed as failure:
             with child.signals_deferred():
                 _record_failure(options, state, failure)
@@ -670,12 +676,8 @@ def run_bench(options: BenchOptions) -> Path:
                 failure = _interrupted(state, stop)
                 _record_failure(options, state, failure)
             raise RunFailed(_failure_line(state, failure, interrupted=stop.name), exit_code=stop.exit_code) from None
-    shutil.rmtree(folder / STAGING, ignore_errors=True)
     for message in warnings:
         print(f"warning: {message}", file=sys.stderr, flush=True)
-    info = run_info(options, state, variants, constants, overrides, suites, warmups, invocations, warnings)
-    info["elapsed_s"] = round(time.monotonic() - clock, 1)
-    write_json_atomic(folder / "run.json", info)
     print(f"run complete: {folder} ({info['elapsed_s']:.0f} s)", flush=True)
     return folder
 

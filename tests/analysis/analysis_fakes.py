@@ -202,9 +202,9 @@ for suite, tier, name, param, ops, ns, workers in benches:
     print(f"{{name}} {{param}} ok")
 if mode == "badcsv":
     rows[1][8] = "fast"
-if mode == "schema1":
+if mode == "schema1":  # a program from before contract v2: one worker count, no cpu_ns / workers
     COLUMNS = COLUMNS.replace(",cpu_ns,workers", "")
-    rows = [r[:9] + r[11:] for r in rows]
+    rows = [r[:9] + r[11:] for r in rows if r[3] < 3 or r[10] == sweep[0]]
 if mode == "noworkers":
     rows = [r for r in rows if not (r[3] >= 3 and r[10] == sweep[-1])]
 if a.csv and mode != "nocsv":

@@ -10,9 +10,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analysis"))
 
 from analysis_fakes import standard_rows  # noqa: E402
 
-#: Bootstrap resamples in these tests: enough for stable intervals on synthetic data, fast.
-RESAMPLES = 300
-
 
 def micro_only(runtime: str, speed: dict[str, float] | None = None, seed: int = 0) -> list[list]:
     """standard_rows without the echo suite."""
