@@ -16,6 +16,7 @@ reports and cached (analysis/artefact.py).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +34,10 @@ ECHO_COLUMNS = ["suite", "tier", "benchmark", "param", "workers", "label", "runt
                 "avg_ns", "avg_ns_ci_low", "avg_ns_ci_high", "min_ns", "p75_ns", "p99_ns",
                 "p99_ns_ci_low", "p99_ns_ci_high", "p99_ns_ci_widest", "max_ns",
                 "avg_ratio", "avg_ratio_ci_low", "avg_ratio_ci_high", "p99_ratio"]
+
+
+#: A fairness-table "same semantics" cell that names a difference: `no:` then the difference.
+NO_CELL = re.compile(r"\s*no\s*:", re.IGNORECASE)
 
 
 @dataclass
@@ -79,7 +84,7 @@ def fairness_semantics() -> Semantics:
 
     def semantics(benchmark: str) -> tuple[bool, str]:
         cell = cells.get(benchmark)
-        note = cell.split(":", 1)[1].strip() if isinstance(cell, str) and cell.lower().startswith("no:") else ""
+        note = cell.split(":", 1)[1].strip() if isinstance(cell, str) and NO_CELL.match(cell) else ""
         return bool(like_for_like(benchmark)), note
 
     return semantics
