@@ -42,6 +42,8 @@ PANEL_INCHES = (3.4, 2.6)
 #: A grid is at least this wide, so that its title and legend fit above and below few panels.
 GRID_MIN_WIDTH_INCHES = 9.0
 GRID_COLUMNS = 4
+#: Tick intervals per axis of a small multiple (MaxNLocator's nbins).
+GRID_TICKS = 4
 WIDTH_INCHES = 13.0
 ROW_INCHES = 0.26
 BAND_COLOR = "#cccccc"
@@ -160,6 +162,8 @@ def grid(n_panels: int, title: str) -> tuple[Figure, list[Any]]:
     axes = fig.subplots(nrows, cols, squeeze=False).ravel().tolist()
     for ax in axes[n_panels:]:
         ax.set_visible(False)
+    for ax in axes[:n_panels]:
+        ax.locator_params(nbins=GRID_TICKS)  # fewer tick labels: text layout is most of a grid's drawing time
     fig.suptitle(title)
     return fig, axes[:n_panels]
 
