@@ -37,6 +37,11 @@ on PYTHONPATH (the notebooks import `analysis` even when the package is not inst
 an inherited MPLBACKEND (figures must be inline PNGs), and with its own stdout/stderr going to
 `<out>/<run_id>/logs/<name>.kernel.txt` instead of the terminal (an absolute path: papermill
 runs the kernel in notebooks/, and a relative one would land in notebooks/reports/).
+
+The Jupyter stack (papermill, nbconvert, nbformat, jupyter_client) takes about 1.7 s to import
+and only this command needs it, while the CLI registers this module on every command: the
+functions that use it import it (third-party modules only; package modules are imported at the
+top, tests/analysis/test_layers.py).
 """
 
 from __future__ import annotations
@@ -51,15 +56,6 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
-
-import nbformat
-import papermill
-from jinja2 import DictLoader
-from jupyter_client import AsyncKernelManager
-from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
-from nbconvert import HTMLExporter
-from nbconvert.preprocessors import TagRemovePreprocessor
-from papermill.exceptions import PapermillExecutionError
 
 from . import artefact, stats
 from .errors import AnalysisError
@@ -136,6 +132,8 @@ def _runs_this_python(argv: Sequence[str]) -> bool:
 
 def pick_kernel(register: bool = True) -> str:
     """Name of a kernel that runs this interpreter (see the module doc for the order)."""
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
     manager = KernelSpecManager()
     for name in (KERNEL_NAME, "python3"):
         try:
@@ -158,6 +156,8 @@ def pick_kernel(register: bool = True) -> str:
 
 def check_kernel(name: str) -> str:
     """`name` if a kernel spec of that name exists, else a one-line AnalysisError."""
+    from jupyter_client.kernelspec import KernelSpecManager
+
     known = KernelSpecManager().find_kernel_specs()
     if name not in known:
         raise AnalysisError(f"--kernel {name}: no such Jupyter kernel (installed: {', '.join(sorted(known)) or 'none'})")
@@ -170,6 +170,8 @@ def kernel_manager_class(log_path: Path, cwd: Path) -> type:
     The kernel's working folder is set here rather than by papermill's `cwd`, which changes the
     working folder of this whole process and so cannot run two notebooks at once.
     """
+    from jupyter_client import AsyncKernelManager
+
     class ReportKernelManager(AsyncKernelManager):  # type: ignore[misc, valid-type]
         async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
             kw["cwd"] = str(cwd)
@@ -194,6 +196,8 @@ def kernel_manager_class(log_path: Path, cwd: Path) -> type:
 
 def _failed_cell(nb_path: Path) -> str:
     """Execution count of the cell papermill marked running/failed in a partial output ("?")."""
+    import nbformat
+
     try:
         nb = nbformat.read(str(nb_path), as_version=4)
     except Exception:  # noqa: BLE001 - the partial notebook may be unreadable; say "?"
@@ -226,6 +230,9 @@ def execute_notebook(source: Path, target: Path, parameters: dict[str, Any], ker
 def _execute(source: Path, tmp: Path, target: Path, failed: Path, parameters: dict[str, Any],
              kernel: str, cwd: Path, log_path: Path) -> None:
     """papermill into `tmp`, then rename to `target`; on failure `tmp` becomes `failed`."""
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
     shown = display_path(source)
     try:
         papermill.execute_notebook(
@@ -253,6 +260,10 @@ def _execute(source: Path, tmp: Path, target: Path, failed: Path, parameters: di
 
 def html_exporter() -> Any:
     """nbconvert HTMLExporter: code hidden, prompts hidden, parameter cells removed, offline."""
+    from jinja2 import DictLoader
+    from nbconvert import HTMLExporter
+    from nbconvert.preprocessors import TagRemovePreprocessor
+
     exporter = HTMLExporter(template_name="lab", extra_loaders=[DictLoader({TEMPLATE_NAME: TEMPLATE})],
                             template_file=TEMPLATE_NAME, exclude_input=True, exclude_input_prompt=True,
                             exclude_output_prompt=True, embed_images=True)
@@ -262,6 +273,8 @@ def html_exporter() -> Any:
 
 
 def export_html(notebook: Path, target: Path) -> None:
+    import nbformat
+
     nb = nbformat.read(str(notebook), as_version=4)
     body, _ = html_exporter().from_notebook_node(nb, resources={"metadata": {"name": notebook.stem}})
     write_text_atomic(target, body)
