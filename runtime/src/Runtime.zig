@@ -25,7 +25,9 @@
 //! 2. The owned-task list closes: spawning fails with `error.Shutdown` from now on.
 //! 3. The timer driver shuts down: every armed timer fires now and later registrations expire
 //!    at once — workers were the only threads firing timers, and a blocking function may be
-//!    waiting on one (`rt.blockOn(sleep(...))` from `spawnBlocking`).
+//!    waiting on one (`rt.blockOn(sleep(...))` from `spawnBlocking`). The I/O driver shuts
+//!    down likewise: sockets can no longer be created, and every I/O operation waiting now or
+//!    later ends with `error.RuntimeShutdown`.
 //! 4. Every task still queued or idle is cancelled (its future's `cancel` unlinks its waiters)
 //!    and completed with `error.Cancelled`, repeatedly, since a cancellation may wake another
 //!    task. A blocking function waiting on a JoinHandle or on a channel that a task fed now
@@ -36,6 +38,8 @@
 //!
 //! Tasks whose JoinHandle is still held are freed when the handle is awaited or detached
 //! (after `deinit` that still works: it touches only the task, which remembers its allocator).
+//! Sockets still open after `deinit` fail every operation with `RuntimeShutdown`; `close`
+//! still works (it closes the descriptor; the epoll instance is gone).
 
 const std = @import("std");
 const assert = std.debug.assert;
@@ -83,6 +87,7 @@ pub fn deinit(self: *Runtime) void {
     self.scheduler.stopWorkers(); // 1
     shared.owned.close(); // 2
     shared.driver.shutdown(); // 3
+    shared.io.shutdown();
     self.scheduler.cancelAllTasks(); // 4
     self.blocking.shutdown(); // 5
     while (self.blocking.popQueued()) |task| shared.cancelQueuedTask(task); // 6

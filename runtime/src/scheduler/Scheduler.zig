@@ -31,7 +31,7 @@ threads: []std.Thread,
 threads_started: u32 = 0,
 
 /// Initialises in place; no thread runs until `start`.
-pub fn init(self: *Scheduler, allocator: Allocator, options: Options, runtime: *anyopaque) Allocator.Error!void {
+pub fn init(self: *Scheduler, allocator: Allocator, options: Options, runtime: *anyopaque) Shared.InitError!void {
     const workers = try allocator.alloc(Worker, options.workers);
     errdefer allocator.free(workers);
     const threads = try allocator.alloc(std.Thread, options.workers);

@@ -1,7 +1,7 @@
 //! The part of one runtime's scheduler that every worker, waker and spawner shares (Tokio's
 //! `multi_thread::Shared` + `Handle`): the stealable half of each worker (`Remote`: its run
 //! queue and its parker), the inject queue, idle tracking, the owned-task list, the timer
-//! driver, and the operations on them that any thread may call — waking a parked worker,
+//! driver, the I/O driver, and the operations on them that any thread may call — waking a parked worker,
 //! completing a task, cancelling one at shutdown.
 //!
 //! What only a worker's own thread touches (its LIFO slot, tick, searching flag) lives in
@@ -29,6 +29,7 @@ const context = @import("../context.zig");
 const Header = @import("../task/Header.zig");
 const Parker = @import("../Parker.zig");
 const Driver = @import("../time/Driver.zig");
+const IoDriver = @import("../io/Driver.zig");
 const LocalQueue = @import("LocalQueue.zig");
 const InjectQueue = @import("InjectQueue.zig");
 const Idle = @import("Idle.zig");
@@ -40,7 +41,8 @@ const Shared = @This();
 pub const Remote = struct {
     /// Owner pushes and pops; other workers steal (LocalQueue's protocol).
     local: LocalQueue = .{},
-    /// The worker thread parks on it; anyone unparks it.
+    /// The worker thread parks on it (on its futex, or in the I/O driver when it is the driver
+    /// owner); anyone unparks it.
     parker: Parker = .{},
 };
 
@@ -51,6 +53,8 @@ inject: InjectQueue = .{},
 idle: Idle,
 owned: OwnedTasks,
 driver: Driver,
+/// The I/O driver (epoll). Turned only by the driver owner (`driver.owner`, see Worker.zig).
+io: IoDriver,
 /// Where this runtime's tasks go when woken or spawned (`Worker.submit`, context = self).
 task_scheduler: Header.Scheduler,
 next_task_id: std.atomic.Value(u64) = .init(1),
@@ -59,22 +63,25 @@ shutting_down: std.atomic.Value(bool) = .init(false),
 /// The owning `Runtime`, type-erased, for the thread-local context of its threads.
 runtime: *anyopaque,
 
-/// Initialises in place (the timer driver's kick points back at `self`). `submit` is the
-/// routing function of this runtime's tasks (`Worker.submit`).
+pub const InitError = Allocator.Error || IoDriver.InitError;
+
+/// Initialises in place (the timer driver's kick and the parkers' I/O driver point back into
+/// `self`). `submit` is the routing function of this runtime's tasks (`Worker.submit`).
 pub fn init(
     self: *Shared,
     allocator: Allocator,
     options: Options,
     runtime: *anyopaque,
     submit: *const fn (ctx: *anyopaque, task: *Header, yielded: bool) void,
-) Allocator.Error!void {
+) InitError!void {
     assert(options.workers >= 1 and options.workers <= Idle.workers_max);
     assert(options.global_queue_interval > 0 and options.event_interval > 0);
     const remotes = try allocator.alloc(Remote, options.workers);
     errdefer allocator.free(remotes);
     @memset(remotes, .{});
     const shard_count = std.math.ceilPowerOfTwo(usize, 4 * options.workers) catch unreachable;
-    const owned = try OwnedTasks.init(allocator, shard_count);
+    var owned = try OwnedTasks.init(allocator, shard_count);
+    errdefer owned.deinit(allocator);
     self.* = .{
         .allocator = allocator,
         .options = options,
@@ -82,9 +89,12 @@ pub fn init(
         .idle = Idle.init(options.workers),
         .owned = owned,
         .driver = Driver.init(.{ .context = self, .function = kickTimer }),
+        .io = undefined,
         .task_scheduler = .{ .context = self, .submit = submit },
         .runtime = runtime,
     };
+    try self.io.init(allocator);
+    for (self.remotes) |*remote| remote.parker.io = &self.io;
     assert(self.remotes.len == options.workers);
 }
 
@@ -92,6 +102,7 @@ pub fn init(
 pub fn deinit(self: *Shared) void {
     assert(self.inject.isEmpty());
     for (self.remotes) |*remote| assert(remote.local.isEmpty());
+    self.io.deinit();
     self.owned.deinit(self.allocator);
     self.allocator.free(self.remotes);
     self.* = undefined;
@@ -103,7 +114,7 @@ pub fn isShuttingDown(self: *const Shared) bool {
 
 /// What a thread of this runtime puts in its thread-local context.
 pub fn handles(self: *Shared) context.Handles {
-    return .{ .runtime = self.runtime, .driver = &self.driver };
+    return .{ .runtime = self.runtime, .driver = &self.driver, .io = &self.io };
 }
 
 pub fn nextTaskId(self: *Shared) u64 {

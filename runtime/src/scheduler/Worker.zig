@@ -9,8 +9,34 @@
 //!    the local queue, then a batch from the inject queue.
 //! 2. Nothing local: become a searcher (at most half the workers) and steal half of a random
 //!    victim's queue, then try the inject queue.
-//! 3. Nothing anywhere: park (futex) until notified, or until the next timer deadline if it
-//!    is the timer owner.
+//! 3. Nothing anywhere: park. The first parker to claim `driver.owner` becomes the *driver
+//!    owner*: it blocks in the I/O driver's `epoll_wait`, until an I/O event, the next timer
+//!    deadline, or an unpark (which writes the driver's eventfd). The others sleep on their
+//!    futex. Every `event_interval` ticks a busy worker fires due timers and, if nobody owns
+//!    the drivers, turns the I/O driver without blocking (Tokio's maintenance), so that I/O is
+//!    not starved while every worker is busy.
+//!
+//! ## The driver owner
+//!
+//! `driver.owner` (time/Driver.zig) names the one thread allowed to turn the I/O driver, and
+//! the one parked worker that sleeps with a timeout. It is claimed with a seq_cst
+//! compare-and-swap and released with a seq_cst store, so successive turns are ordered (the
+//! I/O driver's events buffer and its release list need no lock). No I/O event or timer is
+//! left unattended and no wake-up is lost:
+//!
+//! - Every worker that parks tries to claim ownership, and only an awake worker releases it
+//!   (after its blocking or non-blocking turn), so when every worker is parked, one of them is
+//!   the owner, blocked in `epoll_wait`: a new connection or byte wakes it at once — there is
+//!   no polling interval. An awake worker parks or turns the driver within `event_interval`
+//!   ticks.
+//! - The owner reads the next timer deadline *after* claiming ownership; a registration that
+//!   moves the deadline earlier stores it and then reads `owner` (both seq_cst, time/Driver.zig)
+//!   and unparks the owner, or a sleeper if there is none (which then claims ownership).
+//! - Spawns and wakes unpark a sleeper through `notifyParked`; unparking the owner writes the
+//!   eventfd (Parker.zig, `parked_io`), so an unpark between the owner's last check and its
+//!   `epoll_wait` is not lost either. Shutdown unparks every worker the same way.
+//! - Tasks woken by the events the owner dispatches go to its own LIFO slot and queue (it is a
+//!   worker thread), and `notifyParked` wakes a sleeper for the ones it cannot run first.
 //!
 //! ## Routing (`submit`)
 //!
@@ -42,8 +68,9 @@ const Worker = @This();
 
 pub const lifo_polls_max: u32 = 3;
 
-/// Tests only (compiled out otherwise): runs between reading the next timer deadline and
-/// claiming timer ownership in `parkOnce`, so a test can put a registration in that window.
+/// Tests only (compiled out otherwise): runs in `parkOnce` right before the worker tries to
+/// claim driver ownership (and then reads the timer deadline), so a test can put a timer
+/// registration in that window.
 pub var test_hook_before_owner_claim: if (builtin.is_test) std.atomic.Value(?*const fn (*Worker) void) else void =
     if (builtin.is_test) .init(null) else {};
 /// Tests only: runs in `park` after the worker's last look at the queues found nothing and
@@ -91,7 +118,7 @@ pub fn run(self: *Worker) void {
     const shared = self.shared;
     while (!shared.isShuttingDown()) {
         self.tick +%= 1;
-        if (self.tick % shared.options.event_interval == 0) _ = shared.driver.processIfDue();
+        if (self.tick % shared.options.event_interval == 0) self.maintenance();
         if (self.nextTask()) |task| {
             self.runTask(task);
             continue;
@@ -254,25 +281,35 @@ fn park(self: *Worker) void {
     }
 }
 
-/// Sleeps until unparked (after spinning up to `spin_before_park_ns`); the first sleeper to
-/// find a pending timer sleeps only until it.
+/// Sleeps until unparked (after spinning up to `spin_before_park_ns`). A worker that claims
+/// driver ownership sleeps in the I/O driver instead, until an event, the next timer deadline
+/// or an unpark (see "The driver owner" in the module comment).
 fn parkOnce(self: *Worker) void {
     const driver = &self.shared.driver;
     const spin_ns = self.shared.options.spin_before_park_ns;
-    if (driver.parkTimeoutNs() != null) {
-        if (builtin.is_test) if (test_hook_before_owner_claim.load(.acquire)) |hook| hook(self);
-        if (driver.owner.cmpxchgStrong(Driver.no_owner, self.index, .seq_cst, .seq_cst) == null) {
-            // Read the deadline again *after* becoming the owner: a registration that stored
-            // an earlier deadline before our compare-and-swap saw no owner and kicked nobody
-            // (or another sleeper), so we must see its deadline here. Store-then-load on both
-            // sides (owner vs next_deadline_ms), all seq_cst.
-            const timeout_ns = driver.parkTimeoutNs() orelse 0;
-            if (timeout_ns > 0) _ = self.parker().parkTimeoutSpin(timeout_ns, spin_ns);
-            driver.owner.store(Driver.no_owner, .seq_cst);
-            return;
-        }
+    if (builtin.is_test) if (test_hook_before_owner_claim.load(.acquire)) |hook| hook(self);
+    if (driver.owner.cmpxchgStrong(Driver.no_owner, self.index, .seq_cst, .seq_cst) == null) {
+        // Read the deadline *after* becoming the owner: a registration that stored an earlier
+        // deadline before our compare-and-swap saw no owner and kicked nobody (or another
+        // sleeper), so we must see its deadline here. Store-then-load on both sides (owner vs
+        // next_deadline_ms), all seq_cst.
+        self.parker().parkIo(driver.parkTimeoutNs(), spin_ns);
+        driver.owner.store(Driver.no_owner, .seq_cst);
+        return;
     }
     self.parker().parkSpin(spin_ns);
+}
+
+/// Every `event_interval` ticks: fire due timers and, when nobody owns the drivers (a parked
+/// owner already receives the events), turn the I/O driver without blocking. Tasks the events
+/// wake land in this worker's queues.
+fn maintenance(self: *Worker) void {
+    const shared = self.shared;
+    _ = shared.driver.processIfDue();
+    if (!shared.io.hasRegistrations()) return;
+    if (shared.driver.owner.cmpxchgStrong(Driver.no_owner, self.index, .seq_cst, .seq_cst) != null) return;
+    _ = shared.io.turn(0);
+    shared.driver.owner.store(Driver.no_owner, .seq_cst);
 }
 
 /// After a wake-up: true if the worker should run again, false to go back to sleep.
