@@ -950,6 +950,7 @@ test "lost wake-up: data reported between a read's WouldBlock and its clear is n
     defer hook.disarm();
     var buffer: [8]u8 = undefined;
     var read = stream.read(&buffer);
+    defer read.cancel(); // Unlinks it if the test fails with the read still waiting.
     const waker = Waker.noop();
     var cx = Context.init(&waker);
     const result = read.poll(&cx);
