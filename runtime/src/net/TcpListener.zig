@@ -1,5 +1,6 @@
 //! A listening TCP socket (Tokio's `net::TcpListener`): bound with `SO_REUSEADDR` (a server can
-//! restart while old connections linger in TIME_WAIT), backlog 1024 (mio's), registered with
+//! restart while old connections linger in TIME_WAIT), backlog 128 (Rust's std and mio's, so
+//! that both sides of the benchmarks queue alike), registered with
 //! the runtime's I/O driver when it is created and deregistered by `close`.
 //!
 //! `accept()` is a future returning a registered `TcpStream`; it is cancel-safe (a cancelled
@@ -18,8 +19,8 @@ const sys = @import("sys.zig");
 
 const TcpListener = @This();
 
-/// Pending connections the kernel queues before `accept` (mio's and Rust's default).
-pub const backlog: u31 = 1024;
+/// Pending connections the kernel queues before `accept` (mio's and Rust's std's).
+pub const backlog: u31 = 128;
 
 registration: Registration,
 
