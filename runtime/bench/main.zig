@@ -24,6 +24,7 @@ const output = @import("output.zig");
 const sync_tiers = @import("sync_tiers.zig");
 const async_tiers = @import("async_tiers.zig");
 const echo = @import("echo.zig");
+const net = @import("net.zig");
 const variants = @import("variants.zig");
 
 const Constants = constants_mod.Constants;
@@ -78,7 +79,16 @@ const benches = [_]Bench{
     echoBench("echo_string_1mib"),
     echoBench("echo_bytes_1mib"),
     echoBench("echo_bytes_sweep"),
-} ++ (if (echo.has_shared) [_]Bench{echoBench("echo_shared_sweep")} else [_]Bench{});
+} ++ (if (echo.has_shared) [_]Bench{echoBench("echo_shared_sweep")} else [_]Bench{}) ++ [_]Bench{
+    netBench("tcp_pingpong", net.tcpPingpong),
+    netBench("tcp_echo_conns", net.tcpEchoConns),
+    netBench("tcp_connect", net.tcpConnect),
+    netBench("tcp_stream", net.tcpStream),
+};
+
+fn netBench(name: []const u8, run_fn: BenchFn) Bench {
+    return .{ .suite = "net", .tier = 0, .name = name, .run = run_fn };
+}
 
 fn echoBench(name: []const u8) Bench {
     return .{ .suite = "echo", .tier = 0, .name = name, .run = echo.run };
@@ -111,6 +121,7 @@ const Selected = struct { case: Case, run: BenchFn };
 /// Appends the cases (benchmark × param) of `bench` to `list`.
 fn appendCases(gpa: std.mem.Allocator, list: *std.ArrayList(Selected), bench: Bench, c: *const Constants) !void {
     const eql = std.mem.eql;
+    if (eql(u8, bench.suite, "net")) return appendNetCases(gpa, list, bench, c);
     if (!eql(u8, bench.suite, "echo")) {
         try list.append(gpa, .{ .case = Case.micro(bench.tier, bench.name, microOps(bench.name, c)), .run = bench.run });
         return;
@@ -126,6 +137,22 @@ fn appendCases(gpa: std.mem.Allocator, list: *std.ArrayList(Selected), bench: Be
     const size: u64 = if (eql(u8, bench.name, "echo_f64")) 8 else c.echo_payload_bytes;
     for (c.echo_batch_sizes.items()) |n| {
         try list.append(gpa, .{ .case = Case.echo(bench.name, "n={d}", n, n, size), .run = bench.run });
+    }
+}
+
+/// The net cases (BENCHMARKS.md, "Net suite"; the same on the Rust side).
+fn appendNetCases(gpa: std.mem.Allocator, list: *std.ArrayList(Selected), bench: Bench, c: *const Constants) !void {
+    const eql = std.mem.eql;
+    const workers = c.num_workers;
+    if (eql(u8, bench.name, "tcp_pingpong")) {
+        for (net.pingpong_sizes) |size| try list.append(gpa, .{ .case = Case.net(bench.name, "size", size, c.net_rounds, workers), .run = bench.run });
+    } else if (eql(u8, bench.name, "tcp_echo_conns")) {
+        for (net.echo_conns) |conns| try list.append(gpa, .{ .case = Case.net(bench.name, "conns", conns, conns * c.net_rounds, workers), .run = bench.run });
+    } else if (eql(u8, bench.name, "tcp_connect")) {
+        try list.append(gpa, .{ .case = Case.net(bench.name, "", 0, c.net_connect_ops, workers), .run = bench.run });
+    } else {
+        std.debug.assert(eql(u8, bench.name, "tcp_stream"));
+        try list.append(gpa, .{ .case = Case.net(bench.name, "size", net.stream_chunk_bytes, c.net_stream_bytes, workers), .run = bench.run });
     }
 }
 
@@ -314,6 +341,7 @@ test {
     _ = sync_tiers;
     _ = async_tiers;
     _ = echo;
+    _ = net;
     _ = variants;
 }
 
@@ -344,6 +372,24 @@ test "list, json and table" {
     aw.clearRetainingCapacity();
     try testing.expectEqual(@as(u8, 0), runArgs(&counting, "--quick --set sync_ops=10 --set channel_ops=10 --set num_workers=2", &aw.writer).code);
     try testing.expect(std.mem.indexOf(u8, aw.written(), "(27 benchmarks, runtime ampere)") != null);
+}
+
+test "the net suite lists its cases in canonical order (same as the Rust side)" {
+    var counting = CountingAllocator.init(testing.allocator);
+    var aw = std.Io.Writer.Allocating.init(testing.allocator);
+    defer aw.deinit();
+    try testing.expectEqual(@as(u8, 0), runArgs(&counting, "--suite net --list", &aw.writer).code);
+    try testing.expectEqualStrings(
+        \\net 0 tcp_pingpong size=64
+        \\net 0 tcp_pingpong size=4096
+        \\net 0 tcp_pingpong size=65536
+        \\net 0 tcp_echo_conns conns=1
+        \\net 0 tcp_echo_conns conns=16
+        \\net 0 tcp_echo_conns conns=128
+        \\net 0 tcp_connect
+        \\net 0 tcp_stream size=1048576
+        \\
+    , aw.written());
 }
 
 test "command line errors exit 2" {
