@@ -87,11 +87,13 @@ pub fn parkSpin(self: *Parker, spin_ns: u64) void {
 pub fn parkIo(self: *Parker, timeout_ns: ?u64, spin_ns: u64) void {
     const io = self.io.?;
     if (self.consumeNotification()) return;
-    if (io.turn(0) > 0) return; // Events were waiting: the tasks they woke come first.
+    // With nothing registered there is nothing to find without blocking: no system calls.
+    const polled: ?*IoDriver = if (io.hasRegistrations()) io else null;
+    if (polled) |driver| if (driver.turn(0) > 0) return; // Events were waiting: their tasks first.
     const limit_ns = timeout_ns orelse std.math.maxInt(u64);
     if (limit_ns == 0) return;
     const spin = @min(spin_ns, limit_ns);
-    if (spin > 0 and self.spinForNotification(spin, io)) return;
+    if (spin > 0 and self.spinForNotification(spin, polled)) return;
     if (builtin.is_test) if (test_hook_before_block.load(.acquire)) |hook| hook(self);
     if (self.state.cmpxchgStrong(empty, parked_io, .monotonic, .monotonic)) |found| {
         std.debug.assert(found == notified);
