@@ -116,6 +116,9 @@ pub fn deinit(self: *Driver) void {
 pub fn register(self: *Driver, fd: posix.fd_t, assumed: Ready) RegisterError!*ScheduledIo {
     const io = try self.allocator.create(ScheduledIo);
     io.* = ScheduledIo.init(fd, self.allocator, assumed);
+    // Release: the turning thread learns of `io` through the kernel (the event's data), which
+    // the memory model cannot see; its acquire load in `dispatch` pairs with this store.
+    io.readiness.store(assumed.bits(), .release);
     {
         self.lock.lock();
         defer self.lock.unlock();

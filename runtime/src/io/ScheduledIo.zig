@@ -202,14 +202,15 @@ pub fn cancelWait(self: *ScheduledIo, waiter: *Waiter) void {
 
 /// The driver received an event: store `ready` with a new tick and wake its waiters.
 pub fn dispatch(self: *ScheduledIo, ready: Ready) void {
-    var current = self.readiness.load(.monotonic);
+    // Acquire: pairs with the release store of the registration (Driver.register).
+    var current = self.readiness.load(.acquire);
     while (true) {
         // Events stop when the driver shuts down (no turns after the workers stop).
         assert(current & shutdown_bit == 0);
         const tick: u32 = ((current & tick_mask) +% (1 << tick_shift)) & tick_mask;
         const next = (current & ~(tick_mask | ready_mask)) | tick | ((current | ready.bits()) & ready_mask);
         // Acq_rel: the release half publishes the readiness to pollers' acquire loads.
-        current = self.readiness.cmpxchgWeak(current, next, .acq_rel, .monotonic) orelse break;
+        current = self.readiness.cmpxchgWeak(current, next, .acq_rel, .acquire) orelse break;
     }
     self.wake(ready);
 }
