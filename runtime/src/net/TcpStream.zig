@@ -175,14 +175,17 @@ pub const Connect = struct {
 
     const Start = union(enum) { done: Output, in_progress };
 
+    /// Registers the socket only *after* `connect` started it: epoll reports the state at
+    /// registration, and an unconnected TCP socket polls as hung up (EPOLLHUP), which would
+    /// mark both directions closed for good (mio registers after connect too).
     fn start(self: *Connect, driver: *Driver) Start {
         const fd = sys.tcpSocket(self.address.any.family) catch |err| return .{ .done = err };
-        const registration = Registration.init(driver, fd, Ready.empty) catch |err| {
+        const started = sys.connect(fd, &self.address) catch |err| {
             sys.close(fd);
             return .{ .done = err };
         };
-        const started = sys.connect(fd, &self.address) catch |err| {
-            registration.close();
+        const registration = Registration.init(driver, fd, Ready.empty) catch |err| {
+            sys.close(fd);
             return .{ .done = err };
         };
         switch (started) {

@@ -391,6 +391,35 @@ fn connectedPair(rt: *Runtime, listener: TcpListener) ![2]TcpStream {
     return .{ client, server };
 }
 
+test "a new connection is not reported closed: its first read waits instead of spinning" {
+    var watchdog = Watchdog{ .what = "fresh connection readiness" };
+    try watchdog.start();
+    defer watchdog.stop();
+    const rt = try Runtime.init(testing.allocator, .{ .workers = 4, .spin_before_park_ns = 0 });
+    defer rt.deinit();
+    const listener = try TcpListener.bindIn(ioOf(rt), loopback4());
+    defer listener.close();
+    const closed = ampere.io.Ready.closed;
+    var buffer: [8]u8 = undefined;
+    var counter = Waker.Counting{};
+    const waker = counter.waker();
+    defer waker.drop();
+    var cx = Context.init(&waker);
+    // An unconnected TCP socket polls as hung up. Registered before its connect started, the
+    // driver owner (blocked in epoll_wait, woken by the registration) could see that state and
+    // mark both directions closed for good: every read would then spin on WouldBlock.
+    for (0..@as(usize, scaled(200, 10))) |_| {
+        const client, const server = try connectedPair(rt, listener);
+        defer client.close();
+        defer server.close();
+        try testing.expect(!client.registration.readiness(ampere.io.Ready.all).intersects(closed));
+        try testing.expect(!server.registration.readiness(ampere.io.Ready.all).intersects(closed));
+        var read = client.read(&buffer);
+        defer read.cancel();
+        try testing.expect(read.poll(&cx) == .pending); // Linked as a waiter, not ready.
+    }
+}
+
 test "half-close: the peer reads end of stream and still writes back" {
     var watchdog = Watchdog{ .what = "half-close" };
     try watchdog.start();
