@@ -478,6 +478,10 @@ test "peer reset: a read fails with ConnectionReset, a later write with BrokenPi
     try testing.expectError(error.BrokenPipe, rt.blockOn(client.write("after reset")));
 }
 
+fn setBufferBytes(stream: TcpStream, option: u32, bytes: c_int) !void {
+    try posix.setsockopt(stream.registration.fd(), linux.SOL.SOCKET, option, std.mem.asBytes(&bytes));
+}
+
 /// Reads until end of stream, checking every byte against `fillPattern(id, 0)` by position;
 /// starts after `delay_ns` (so that the writer fills the socket buffers first).
 const Drain = struct {
@@ -517,7 +521,7 @@ const Drain = struct {
     }
 };
 
-test "partial writes of a large buffer: write returns a short count, writeAll sends every byte" {
+test "partial writes of a large buffer: write returns a short count, writeAll sends every byte (small socket buffers)" {
     var watchdog = Watchdog{ .what = "partial writes" };
     try watchdog.start();
     defer watchdog.stop();
@@ -527,7 +531,10 @@ test "partial writes of a large buffer: write returns a short count, writeAll se
     defer listener.close();
     const client, const server = try connectedPair(rt, listener);
     defer server.close();
-    const size: usize = scaled(16 << 20, 4);
+    // Small socket buffers: a write of more than they hold must come back short.
+    try setBufferBytes(client, linux.SO.SNDBUF, 64 << 10);
+    try setBufferBytes(server, linux.SO.RCVBUF, 64 << 10);
+    const size: usize = scaled(8 << 20, 8);
     const payload = try testing.allocator.alloc(u8, size);
     defer testing.allocator.free(payload);
     fillPattern(payload, 3, 0);
