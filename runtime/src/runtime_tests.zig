@@ -31,6 +31,8 @@ test {
     _ = @import("scheduler/InjectQueue.zig");
     _ = @import("scheduler/Idle.zig");
     _ = @import("scheduler/OwnedTasks.zig");
+    _ = @import("scheduler/Metrics.zig");
+    _ = @import("scheduler/SpinPolicy.zig");
     _ = @import("time/Wheel.zig");
     _ = @import("time/Driver.zig");
     _ = @import("time/clock.zig");

@@ -22,6 +22,7 @@ const Options = @import("../Options.zig");
 const Header = @import("../task/Header.zig");
 const Shared = @import("Shared.zig");
 const Worker = @import("Worker.zig");
+const Metrics = @import("Metrics.zig");
 
 const Scheduler = @This();
 
@@ -87,6 +88,17 @@ fn popQueuedTask(self: *Scheduler) ?*Header {
         if (worker.local().pop()) |task| return task;
     }
     return self.shared.inject.pop();
+}
+
+/// Every worker's counts and the external set (relaxed loads; see `Metrics`).
+pub fn metrics(self: *Scheduler) Metrics.Snapshot {
+    assert(self.workers.len <= Metrics.Snapshot.workers_max);
+    var snapshot = Metrics.Snapshot{ .worker_count = @intCast(self.workers.len) };
+    for (self.workers, snapshot.per_worker[0..self.workers.len]) |*worker, *counts| {
+        counts.* = worker.metrics.snapshot();
+    }
+    snapshot.external = self.shared.external_metrics.snapshot();
+    return snapshot;
 }
 
 /// Whether the calling thread is a worker of any runtime (`blockOn` and `deinit` must not be

@@ -33,6 +33,7 @@ const LocalQueue = @import("LocalQueue.zig");
 const InjectQueue = @import("InjectQueue.zig");
 const Idle = @import("Idle.zig");
 const OwnedTasks = @import("OwnedTasks.zig");
+const Metrics = @import("Metrics.zig");
 
 const Shared = @This();
 
@@ -54,6 +55,9 @@ driver: Driver,
 /// Where this runtime's tasks go when woken or spawned (`Worker.submit`, context = self).
 task_scheduler: Header.Scheduler,
 next_task_id: std.atomic.Value(u64) = .init(1),
+/// Events on threads that are not this runtime's workers (see `Metrics`: the only counter set
+/// written with read-modify-writes, by any thread).
+external_metrics: Metrics.Counters = .{},
 /// Set once by shutdown (release); workers poll it (acquire) between tasks.
 shutting_down: std.atomic.Value(bool) = .init(false),
 /// The owning `Runtime`, type-erased, for the thread-local context of its threads.
@@ -111,22 +115,38 @@ pub fn nextTaskId(self: *Shared) u64 {
     return self.next_task_id.fetchAdd(1, .monotonic);
 }
 
-/// Wakes an idle worker if work is available that nobody is looking for.
-pub fn notifyParked(self: *Shared) void {
-    const index = self.idle.workerToNotify() orelse return;
-    assert(index < self.remotes.len);
-    self.remotes[index].parker.unpark();
+/// The recorder for events on a thread that is not one of this runtime's workers.
+pub fn externalRecorder(self: *Shared) Metrics.Recorder {
+    return .{ .counters = &self.external_metrics, .owner = false };
 }
 
-/// The last searcher going to sleep re-checks every queue once more.
-pub fn notifyIfWorkPending(self: *Shared) void {
+/// Wakes an idle worker if work is available that nobody is looking for. True if it unparked
+/// one (the caller counts `unparks_issued` in its own recorder).
+pub fn notifyParked(self: *Shared) bool {
+    const index = self.idle.workerToNotify() orelse return false;
+    assert(index < self.remotes.len);
+    self.remotes[index].parker.unpark();
+    return true;
+}
+
+/// The last searcher going to sleep re-checks every queue once more. True if it unparked a
+/// worker.
+pub fn notifyIfWorkPending(self: *Shared) bool {
     for (self.remotes) |*remote| {
-        if (!remote.local.isEmpty()) {
-            self.notifyParked();
-            return;
-        }
+        if (!remote.local.isEmpty()) return self.notifyParked();
     }
-    if (!self.inject.isEmpty()) self.notifyParked();
+    if (!self.inject.isEmpty()) return self.notifyParked();
+    return false;
+}
+
+/// A task spawned or woken on a thread that is not one of this runtime's workers: into the
+/// inject queue, then wake a worker if nobody is searching (counted in the external set).
+pub fn submitRemote(self: *Shared, task: *Header) void {
+    assert(task.load() & Header.scheduled != 0);
+    self.inject.push(task);
+    const recorder = self.externalRecorder();
+    recorder.count(.inject_pushes, 1);
+    if (self.notifyParked()) recorder.count(.unparks_issued, 1);
 }
 
 /// The timer driver's earliest deadline moved earlier: make a sleeping worker re-arm.
@@ -138,7 +158,8 @@ fn kickTimer(ctx: *anyopaque) void {
         self.remotes[owner].parker.unpark();
     } else if (self.idle.anySleeper()) |index| {
         self.remotes[index].parker.unpark();
-    }
+    } else return;
+    self.externalRecorder().count(.unparks_issued, 1);
 }
 
 /// A task's output (or Cancelled) is stored by the thread holding `running`: complete it and
