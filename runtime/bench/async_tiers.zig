@@ -97,6 +97,7 @@ pub fn Driver(comptime B: type) type {
                         }
                         self.bench.setup(self.ctx) catch return .{ .ready = false };
                         self.round = 0;
+                        self.ctx.metricsBegin();
                         self.mark = self.ctx.markStart();
                         self.phase = .spawn;
                     },
@@ -132,6 +133,7 @@ pub fn Driver(comptime B: type) type {
                             if (self.bench.pollFinish(cx) == .pending) return .pending;
                         }
                         const sample = self.mark.stop();
+                        self.ctx.metricsEnd(self.iteration, c.warmup);
                         self.bench.verify(self.ctx) catch return .{ .ready = false };
                         self.ctx.record(self.iteration, c.warmup, sample);
                         self.iteration += 1;

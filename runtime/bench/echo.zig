@@ -305,6 +305,7 @@ fn EchoDriver(comptime K: type) type {
                         }
                         self.failures = 0;
                         self.joined = 0;
+                        self.ctx.metricsBegin();
                         self.mark = self.ctx.markStart();
                         for (self.handles, 0..) |*handle, i| {
                             handle.* = ampere.spawn(Caller(K){
@@ -328,6 +329,7 @@ fn EchoDriver(comptime K: type) type {
                             }
                         }
                         const sample = self.mark.stop();
+                        self.ctx.metricsEnd(self.batch, self.warmup);
                         self.ctx.expectEq("callers with a wrong or missing reply", self.failures, 0) catch {
                             // Every caller is joined: stop here, but still shut the echo task down.
                             self.passed = false;

@@ -185,7 +185,14 @@ pub const Snapshot = struct {
 
     /// `{"per_worker":[{...},...],"external":{...},"total":{...}}`.
     pub fn writeJson(self: *const Snapshot, out: *std.Io.Writer) std.Io.Writer.Error!void {
-        try out.writeAll("{\"per_worker\":[");
+        try out.writeByte('{');
+        try self.writeJsonFields(out);
+        try out.writeByte('}');
+    }
+
+    /// The members of `writeJson`'s object without its braces (to embed them in another).
+    pub fn writeJsonFields(self: *const Snapshot, out: *std.Io.Writer) std.Io.Writer.Error!void {
+        try out.writeAll("\"per_worker\":[");
         for (self.workers(), 0..) |counts, index| {
             if (index > 0) try out.writeByte(',');
             try counts.writeJson(out);
@@ -194,7 +201,6 @@ pub const Snapshot = struct {
         try self.external.writeJson(out);
         try out.writeAll(",\"total\":");
         try self.total().writeJson(out);
-        try out.writeByte('}');
     }
 };
 
