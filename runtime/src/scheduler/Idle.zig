@@ -139,8 +139,10 @@ pub fn transitionWorkerToParked(self: *Idle, worker: u32, is_searching: bool) bo
     const decrement = unparked_one + (if (is_searching) searching_one else 0);
     const previous = self.state.fetchSub(decrement, .seq_cst);
     assert(unparked(previous) > 0);
+    assert(searching(previous) >= @intFromBool(is_searching));
     const previous_sleepers = self.sleepers.load(.seq_cst);
     assert(previous_sleepers & bit(worker) == 0);
+    assert(@popCount(previous_sleepers) < self.worker_count);
     self.sleepers.store(previous_sleepers | bit(worker), .seq_cst);
     return is_searching and searching(previous) == 1;
 }

@@ -74,6 +74,7 @@ pub fn isEmpty(self: *const LocalQueue) bool {
 pub fn remainingSlots(self: *const LocalQueue) u32 {
     const steal = unpackSteal(self.head.load(.acquire));
     const tail = self.tail.load(.monotonic);
+    assert(tail -% steal <= capacity);
     return capacity - (tail -% steal);
 }
 
@@ -132,6 +133,7 @@ pub fn pop(self: *LocalQueue) ?*Header {
         const real = unpackReal(head);
         const tail = self.tail.load(.monotonic);
         if (real == tail) return null;
+        assert(tail -% real <= capacity);
         const next_real = real +% 1;
         const next = if (steal == real) pack(next_real, next_real) else blk: {
             assert(steal != next_real);
@@ -216,7 +218,7 @@ const testing = std.testing;
 
 fn testTasks(comptime n: usize) [n]Header {
     var tasks: [n]Header = undefined;
-    for (&tasks, 0..) |*t, i| t.* = .{ .state = .init(0), .vtable = undefined, .scheduler = undefined, .id = i };
+    for (&tasks, 0..) |*t, i| t.* = .{ .state = .init(Header.scheduled), .vtable = undefined, .scheduler = undefined, .id = i };
     return tasks;
 }
 

@@ -51,6 +51,7 @@ pub fn start(self: *Scheduler) std.Thread.SpawnError!void {
         const worker = &self.workers[self.threads_started];
         self.threads[self.threads_started] = try std.Thread.spawn(.{}, Worker.run, .{worker});
     }
+    assert(self.threads_started == self.workers.len);
 }
 
 /// Stops and joins every worker thread (each finishes its current poll first).
@@ -60,6 +61,7 @@ pub fn stopWorkers(self: *Scheduler) void {
     for (self.shared.remotes) |*remote| remote.parker.unpark();
     for (self.threads[0..self.threads_started]) |thread| thread.join();
     self.threads_started = 0;
+    assert(self.shared.idle.spinningWorkers() == 0); // Nobody left a spin unfinished.
 }
 
 /// Shutdown, after `stopWorkers`: cancels queued tasks, then idle ones, until none is left.

@@ -107,6 +107,7 @@ pub fn isShuttingDown(self: *const Shared) bool {
 
 /// What a thread of this runtime puts in its thread-local context.
 pub fn handles(self: *Shared) context.Handles {
+    assert(self.remotes.len == self.options.workers);
     return .{ .runtime = self.runtime, .driver = &self.driver };
 }
 
@@ -167,6 +168,7 @@ fn kickTimer(ctx: *anyopaque) void {
 pub fn finishTask(self: *Shared, task: *Header) void {
     const before = task.transitionToComplete();
     assert(before & Header.running != 0);
+    assert(Header.refCount(before) >= 2); // The poller's and the owned list's, dropped here.
     self.owned.remove(task);
     task.refDec(2);
 }
@@ -174,6 +176,7 @@ pub fn finishTask(self: *Shared, task: *Header) void {
 /// Shutdown: a task taken from a queue that nobody will poll — cancel it and complete it.
 pub fn cancelQueuedTask(self: *Shared, task: *Header) void {
     assert(task.load() & Header.scheduled != 0);
+    assert(self.isShuttingDown());
     switch (task.transitionToRunning()) {
         .cancel, .poll => task.vtable.cancel(task),
     }

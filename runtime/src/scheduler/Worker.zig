@@ -109,10 +109,12 @@ pub fn current() ?*Worker {
 
 /// This worker's run queue (the stealable part lives in `Shared`).
 pub fn local(self: *Worker) *LocalQueue {
+    assert(self.index < self.shared.remotes.len);
     return &self.shared.remotes[self.index].local;
 }
 
 pub fn parker(self: *Worker) *Parker {
+    assert(self.index < self.shared.remotes.len);
     return &self.shared.remotes[self.index].parker;
 }
 
@@ -193,6 +195,7 @@ fn nextLocalTask(self: *Worker) ?*Header {
 /// Moves a fair share of the inject queue into the local queue; returns one task to run.
 fn takeFromInject(self: *Worker) ?*Header {
     const shared = self.shared;
+    assert(self.lifo == null); // Called only when the LIFO slot and local queue are empty.
     if (shared.inject.isEmpty()) return null;
     const room: usize = @min(self.local().remainingSlots(), LocalQueue.capacity / 2);
     const share = shared.inject.len() / shared.remotes.len + 1;
@@ -215,6 +218,8 @@ fn takeFromInject(self: *Worker) ?*Header {
 
 fn runTask(self: *Worker, task: *Header) void {
     const shared = self.shared;
+    assert(current_worker == self);
+    assert(self.lifo_enabled);
     if (self.is_searching) {
         self.is_searching = false;
         if (shared.idle.transitionWorkerFromSearching()) self.notifyParked();
@@ -281,6 +286,7 @@ fn scheduleLocal(self: *Worker, task: *Header, yielded: bool) void {
 
 fn stealWork(self: *Worker) ?*Header {
     assert(self.lifo == null);
+    assert(self.local().isEmpty()); // Only a worker without local work steals.
     const shared = self.shared;
     if (!self.is_searching) {
         if (!shared.idle.transitionWorkerToSearching()) return null;
