@@ -290,6 +290,7 @@ test {
     _ = async_tiers;
     _ = echo;
     _ = metrics;
+    _ = @import("LibcCopy.zig");
 }
 
 const testing = std.testing;
