@@ -42,7 +42,9 @@ pub const workers_max: u32 = 64;
 const searching_one: u32 = 1;
 const unparked_one: u32 = 1 << 16;
 
-state: std.atomic.Value(u32),
+/// Cache-line aligned: `state` takes a read-modify-write on every notification check (each task
+/// queued behind another) and every searching transition; nothing else may share its line.
+state: std.atomic.Value(u32) align(std.atomic.cache_line),
 sleepers: std.atomic.Value(u64) = .init(0),
 spinning: std.atomic.Value(u64) = .init(0),
 mutex: Lock = .{},

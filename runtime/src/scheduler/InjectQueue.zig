@@ -16,7 +16,9 @@ const Header = @import("../task/Header.zig");
 
 const InjectQueue = @This();
 
-mutex: Lock = .{},
+/// Cache-line aligned, so the queue (written on every push and pop) owns its lines: it must not
+/// share one with `Idle.state` or with the scheduler's read-mostly fields (`Shared.zig`).
+mutex: Lock align(std.atomic.cache_line) = .{},
 head: ?*Header = null,
 tail: ?*Header = null,
 count: std.atomic.Value(usize) = .init(0),
