@@ -9,7 +9,7 @@
 //!
 //! One line per benchmark that ran on a runtime (Tiers 3–4 and echo; Tiers 0–2 have none):
 //!
-//!     {"benchmark":"task_spawn","param":"","suite":"micro","tier":4,"workers":4,
+//!     {"runtime":"ampere","invocation":0,"benchmark":"task_spawn","param":"","suite":"micro","tier":4,"workers":4,
 //!      "iterations":10,"ops":1000,"per_worker":[{...}],"external":{...},"total":{...}}
 //!
 //! Each `{...}` holds every counter of `ampere.Runtime.Metrics.Event`. These counts diagnose
@@ -49,10 +49,14 @@ pub const Recorder = struct {
         self.iterations += 1;
     }
 
-    /// The JSON line of `case` (nothing if no iteration was recorded).
-    pub fn writeLine(self: *const Recorder, out: *std.Io.Writer, case: *const harness.Case) std.Io.Writer.Error!void {
+    /// The JSON line of `case` run by variant `runtime` in invocation `invocation` (nothing if
+    /// no iteration was recorded).
+    pub fn writeLine(self: *const Recorder, out: *std.Io.Writer, runtime: []const u8, invocation: u64, case: *const harness.Case) std.Io.Writer.Error!void {
         const sum = self.sum orelse return;
-        try out.writeAll("{\"benchmark\":");
+        std.debug.assert(case.workers == sum.worker_count);
+        try out.writeAll("{\"runtime\":");
+        try out.print("{f}", .{std.json.fmt(runtime, .{})});
+        try out.print(",\"invocation\":{d},\"benchmark\":", .{invocation});
         try out.print("{f}", .{std.json.fmt(case.name, .{})});
         try out.writeAll(",\"param\":");
         try out.print("{f}", .{std.json.fmt(case.param(), .{})});
