@@ -31,6 +31,15 @@
 //! `state`; the last searcher updates `state`, then reads the queues), so every access to
 //! `state` is seq_cst and the read in `shouldNotify` is a read-modify-write (fetchAdd 0), which
 //! orders it after the pusher's earlier store.
+//!
+//! One exception (`workerToNotifyForLocalPush`): a running worker that queued a task in its
+//! *own* queue reads `state` with a plain load. If that load is stale and the last searcher's
+//! re-check misses the task, nothing is lost: the task is in the queue of a worker that is
+//! running and will pop it itself — only a chance to run it in parallel is. That path is taken
+//! for every task queued behind another on a worker (every spawn after the first of a batch,
+//! every wake of a task whose worker's LIFO slot is full), and a read-modify-write there takes
+//! the line of `state` exclusive on every spawn, invalidating it in every other worker; a load
+//! leaves it shared. Tokio uses the read-modify-write on this path too.
 
 const std = @import("std");
 const Lock = @import("../Lock.zig");
@@ -70,7 +79,19 @@ fn bit(worker: u32) u64 {
 
 fn shouldNotify(self: *Idle) bool {
     const state = self.state.fetchAdd(0, .seq_cst);
+    return notifyNeeded(self, state);
+}
+
+fn notifyNeeded(self: *const Idle, state: u32) bool {
+    assert(unparked(state) <= self.worker_count);
     return searching(state) == 0 and unparked(state) < self.worker_count;
+}
+
+/// `workerToNotify` for a running worker that just queued a task in its own queue: the first
+/// check is a plain load (see the module comment for why that is safe there, and only there).
+pub fn workerToNotifyForLocalPush(self: *Idle) ?u32 {
+    if (!self.notifyNeeded(self.state.load(.seq_cst))) return null;
+    return self.workerToNotify();
 }
 
 /// Picks a sleeping worker to wake (and counts it as awake and searching), or null when
@@ -200,6 +221,17 @@ test "the notifier prefers a spinning sleeper, and one worker holds the spinning
     idle.stopSpinning(3);
     try std.testing.expect(idle.transitionWorkerFromSearching());
     try std.testing.expectEqual(@as(?u32, 0), idle.workerToNotify()); // No spinner: lowest.
+}
+
+test "the local-push check wakes exactly when the full check would" {
+    var idle = Idle.init(2);
+    try std.testing.expect(idle.workerToNotifyForLocalPush() == null); // Both awake.
+    try std.testing.expect(!idle.transitionWorkerToParked(1, false));
+    try std.testing.expect(idle.transitionWorkerToSearching());
+    try std.testing.expect(idle.workerToNotifyForLocalPush() == null); // Worker 0 searches.
+    try std.testing.expect(idle.transitionWorkerFromSearching());
+    try std.testing.expectEqual(@as(?u32, 1), idle.workerToNotifyForLocalPush());
+    try std.testing.expect(idle.workerToNotifyForLocalPush() == null); // 1 counts as searching.
 }
 
 test "at most half the workers search" {

@@ -151,6 +151,15 @@ pub fn notifyParked(self: *Shared) bool {
     return true;
 }
 
+/// `notifyParked` for a running worker that queued a task in its own queue (the cheaper first
+/// check of `Idle.workerToNotifyForLocalPush`).
+pub fn notifyParkedForLocalPush(self: *Shared) bool {
+    const index = self.idle.workerToNotifyForLocalPush() orelse return false;
+    assert(index < self.remotes.len);
+    self.remotes[index].parker.unpark();
+    return true;
+}
+
 /// The last searcher going to sleep re-checks every queue once more. True if it unparked a
 /// worker.
 pub fn notifyIfWorkPending(self: *Shared) bool {

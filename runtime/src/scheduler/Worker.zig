@@ -281,7 +281,8 @@ fn scheduleLocal(self: *Worker, task: *Header, yielded: bool) void {
         const displaced = previous orelse return; // Runs next; nothing for others to take.
         self.pushBack(displaced);
     }
-    self.notifyParked();
+    // This worker is running and will pop the task itself if nobody comes for it.
+    if (self.shared.notifyParkedForLocalPush()) self.metrics.bump(.unparks_issued);
 }
 
 fn stealWork(self: *Worker) ?*Header {
