@@ -64,7 +64,9 @@ pub const Event = enum(u8) {
     spins_woken,
     /// Spins that reached their limit (the thread then slept on its futex).
     spins_timed_out,
-    /// Nanoseconds spent spinning before parking (both outcomes).
+    /// Nanoseconds from the start to the end of spins before parking (both outcomes): wall
+    /// time, so it includes the time other threads ran after the spinner yielded the CPU (it
+    /// yields every 32 checks) — on a loaded machine more than the spinner's own CPU time.
     spin_ns,
     /// `blockOn` threads: times they parked waiting for their future (external set only).
     blockon_parks,

@@ -221,6 +221,8 @@ pub fn transitionToComplete(self: *Header) u64 {
 }
 
 fn dropJoinWakerSlot(self: *Header) void {
+    // Only the side that owns the slot drops it, and it owns it only with `join_waker` clear.
+    assert(self.state.load(.monotonic) & join_waker == 0);
     if (self.join_waker_slot) |waker| {
         self.join_waker_slot = null;
         waker.drop();
