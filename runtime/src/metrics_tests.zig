@@ -183,3 +183,36 @@ test "metrics: budget-forced yields and the external set of remote spawns" {
     try testing.expectEqual(@as(u64, 1), delta.external.get(.inject_pushes));
     try testing.expect(delta.external.get(.unparks_issued) <= 1);
 }
+
+test "spin policy: at most one worker spins at a time, and spins are counted" {
+    const rt = try Runtime.init(testing.allocator, .{ .workers = 4 });
+    defer rt.deinit();
+    const Sampler = struct {
+        fn run(idle: *const @import("scheduler/Idle.zig"), stop: *std.atomic.Value(bool), max: *u32) void {
+            while (!stop.load(.acquire)) {
+                max.* = @max(max.*, idle.spinningWorkers());
+                std.atomic.spinLoopHint();
+            }
+        }
+    };
+    var stop = std.atomic.Value(bool).init(false);
+    var max_spinning: u32 = 0;
+    const sampler = try std.Thread.spawn(.{}, Sampler.run, .{ &rt.scheduler.shared.idle, &stop, &max_spinning });
+    const before = rt.metrics();
+    const rounds = @import("testing.zig").scaled(200, 10);
+    var handles: [16]JoinHandle(u64) = undefined;
+    for (0..rounds) |_| {
+        // Bursts from outside wake workers, which then run out of work and park again.
+        for (&handles, 0..) |*handle, i| handle.* = try rt.spawn(Value{ .value = i });
+        for (&handles, 0..) |handle, i| try testing.expectEqual(@as(u64, i), try rt.blockOn(handle));
+    }
+    stop.store(true, .release);
+    sampler.join();
+    // No blocking hand-off here, so no worker had a reason to spin beside the slot holder.
+    try testing.expect(max_spinning <= 1);
+    const delta = rt.metrics().minus(&before);
+    // A worker spins at most once per return from its futex or spin (`park_wakeups`).
+    for (delta.workers()) |counts| {
+        try testing.expect(counts.get(.spins_woken) + counts.get(.spins_timed_out) <= counts.get(.park_wakeups));
+    }
+}
