@@ -64,6 +64,10 @@ pub const Event = enum(u8) {
     spins_woken,
     /// Spins that reached their limit (the thread then slept on its futex).
     spins_timed_out,
+    /// Parks that slept at once because another worker held the spinning slot.
+    spins_denied,
+    /// Parks that slept at once because of the back-off after fruitless spins.
+    spins_backed_off,
     /// Nanoseconds from the start to the end of spins before parking (both outcomes): wall
     /// time, so it includes the time other threads ran after the spinner yielded the CPU (it
     /// yields every 32 checks) — on a loaded machine more than the spinner's own CPU time.

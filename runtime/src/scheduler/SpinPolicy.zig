@@ -64,6 +64,8 @@ pub const Plan = struct {
     spin_ns: u64,
     /// True when the spin needs the runtime's single spinning slot (no wake-up is expected).
     needs_slot: bool,
+    /// True when spinning was skipped by the back-off (for the `spins_backed_off` count).
+    backed_off: bool = false,
 };
 
 /// Decides the next park (call once per park; it consumes a back-off step and an expected
@@ -74,7 +76,7 @@ pub fn plan(self: *SpinPolicy) Plan {
     if (self.bound_ns == 0) return .{ .spin_ns = 0, .needs_slot = false };
     if (self.skip > 0) {
         self.skip -= 1;
-        return .{ .spin_ns = 0, .needs_slot = false };
+        return .{ .spin_ns = 0, .needs_slot = false, .backed_off = true };
     }
     return .{ .spin_ns = self.bound_ns, .needs_slot = !expected };
 }
@@ -124,7 +126,7 @@ test "off means never, and a fruitless spin backs off exponentially" {
     var policy = SpinPolicy.init(1000);
     try std.testing.expectEqual(Plan{ .spin_ns = 1000, .needs_slot = true }, policy.plan());
     policy.observe(false); // Skip 1.
-    try std.testing.expectEqual(@as(u64, 0), policy.plan().spin_ns);
+    try std.testing.expectEqual(Plan{ .spin_ns = 0, .needs_slot = false, .backed_off = true }, policy.plan());
     try std.testing.expectEqual(@as(u64, 1000), policy.plan().spin_ns);
     policy.observe(false); // Skip 3.
     var skipped: u32 = 0;

@@ -357,8 +357,12 @@ fn parkOnce(self: *Worker) void {
 /// spinning slot when the plan needs it.
 fn claimSpin(self: *Worker) u64 {
     const plan = self.spin.plan();
+    if (plan.backed_off) self.metrics.bump(.spins_backed_off);
     if (plan.spin_ns == 0) return 0;
-    if (!self.shared.idle.tryStartSpinning(self.index, plan.needs_slot)) return 0;
+    if (!self.shared.idle.tryStartSpinning(self.index, plan.needs_slot)) {
+        self.metrics.bump(.spins_denied);
+        return 0;
+    }
     return plan.spin_ns;
 }
 
