@@ -77,7 +77,7 @@ pub fn floorFetchAdd(ctx: *Ctx) Error!void {
 
 // -- Tier 1: sync fast paths ----------------------------------------------------------------
 
-/// One op: `tryLock()` (must succeed), `unlock()`.
+/// One op: `tryLock()` (must succeed), `unlock()` of its guard (Rust: drop of the guard).
 pub fn mutex(ctx: *Ctx) Error!void {
     const c = ctx.constants;
     const ops = c.sync_ops;
@@ -89,9 +89,10 @@ pub fn mutex(ctx: *Ctx) Error!void {
         var i: u64 = 0;
         while (i < ops) : (i += 1) {
             const l = blackBox(&lock);
-            if (l.tryLock()) {
+            if (l.tryLock()) |held| {
+                var guard = held;
                 acquired += 1;
-                l.unlock();
+                guard.unlock();
             }
         }
         const sample = mark.stop();
@@ -100,7 +101,7 @@ pub fn mutex(ctx: *Ctx) Error!void {
     }
 }
 
-/// One op: `tryRead()` (must succeed), `readUnlock()`.
+/// One op: `tryRead()` (must succeed), `unlock()` of its guard (Rust: drop of the guard).
 pub fn rwlockRead(ctx: *Ctx) Error!void {
     const c = ctx.constants;
     const ops = c.sync_ops;
@@ -112,9 +113,10 @@ pub fn rwlockRead(ctx: *Ctx) Error!void {
         var i: u64 = 0;
         while (i < ops) : (i += 1) {
             const l = blackBox(&lock);
-            if (l.tryRead()) {
+            if (l.tryRead()) |held| {
+                var guard = held;
                 acquired += 1;
-                l.readUnlock();
+                guard.unlock();
             }
         }
         const sample = mark.stop();
@@ -123,7 +125,7 @@ pub fn rwlockRead(ctx: *Ctx) Error!void {
     }
 }
 
-/// One op: `tryWrite()` (must succeed), `writeUnlock()`.
+/// One op: `tryWrite()` (must succeed), `unlock()` of its guard (Rust: drop of the guard).
 pub fn rwlockWrite(ctx: *Ctx) Error!void {
     const c = ctx.constants;
     const ops = c.sync_ops;
@@ -135,9 +137,10 @@ pub fn rwlockWrite(ctx: *Ctx) Error!void {
         var i: u64 = 0;
         while (i < ops) : (i += 1) {
             const l = blackBox(&lock);
-            if (l.tryWrite()) {
+            if (l.tryWrite()) |held| {
+                var guard = held;
                 acquired += 1;
-                l.writeUnlock();
+                guard.unlock();
             }
         }
         const sample = mark.stop();
