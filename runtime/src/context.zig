@@ -1,36 +1,67 @@
-//! Thread-local runtime context: which runtime (and which of its workers) the current thread
-//! belongs to. Set by worker threads for their lifetime, by `Runtime.blockOn` for its
-//! duration, and by blocking-pool threads; read by `ampere.spawn`, `ampere.time.sleep` and
-//! the scheduler's "is this wake local?" check.
+//! Thread-local runtime context: which runtime the current thread belongs to, and that
+//! runtime's timer driver.
+//!
+//! Set by worker threads for their lifetime, by `Runtime.blockOn` for its duration, and by
+//! blocking-pool threads; read by `ampere.spawn` (through `Runtime.current`) and by
+//! `ampere.time.sleep` (through `driver`).
+//!
+//! This module is a leaf of the import graph: it imports no part of the scheduler. The runtime
+//! is stored as an opaque pointer and `Runtime.current()` restores its type, so the scheduler
+//! (which enters the context on its threads) and the runtime (which owns the scheduler) do not
+//! import each other through this file. Whether the thread is one of a runtime's *workers* is
+//! the scheduler's own business (`Worker.current()`).
 
-const Runtime = @import("Runtime.zig");
-const Worker = @import("scheduler/Worker.zig");
+const Driver = @import("time/Driver.zig");
 
-threadlocal var current_runtime: ?*Runtime = null;
-threadlocal var current_worker: ?*Worker = null;
+/// What a thread of a runtime can reach without knowing the runtime's type.
+pub const Handles = struct {
+    /// The `Runtime`, type-erased (see the module comment).
+    runtime: *anyopaque,
+    driver: *Driver,
+};
 
-pub fn runtime() ?*Runtime {
-    return current_runtime;
+threadlocal var current: ?Handles = null;
+
+/// The runtime of the calling thread, type-erased; `Runtime.current()` is the typed accessor.
+pub fn runtime() ?*anyopaque {
+    const handles = current orelse return null;
+    return handles.runtime;
 }
 
-pub fn worker() ?*Worker {
-    return current_worker;
+/// The timer driver of the calling thread's runtime.
+pub fn driver() ?*Driver {
+    const handles = current orelse return null;
+    return handles.driver;
 }
 
 pub const Saved = struct {
-    runtime: ?*Runtime,
-    worker: ?*Worker,
+    handles: ?Handles,
 
     pub fn restore(self: Saved) void {
-        current_runtime = self.runtime;
-        current_worker = self.worker;
+        current = self.handles;
     }
 };
 
-/// Enters `rt` (and `w`, for worker threads); returns what to restore on exit.
-pub fn enter(rt: ?*Runtime, w: ?*Worker) Saved {
-    const saved = Saved{ .runtime = current_runtime, .worker = current_worker };
-    current_runtime = rt;
-    current_worker = w;
+/// Enters a runtime (or leaves every runtime with null); returns what to restore on exit.
+pub fn enter(handles: ?Handles) Saved {
+    const saved = Saved{ .handles = current };
+    current = handles;
     return saved;
+}
+
+test "enter and restore nest" {
+    const std = @import("std");
+    var a: u8 = 0;
+    var b: u8 = 0;
+    var driver_a: Driver = undefined;
+    try std.testing.expect(runtime() == null);
+    const outer = enter(.{ .runtime = &a, .driver = &driver_a });
+    try std.testing.expect(runtime().? == @as(*anyopaque, &a));
+    const inner = enter(.{ .runtime = &b, .driver = &driver_a });
+    try std.testing.expect(runtime().? == @as(*anyopaque, &b));
+    inner.restore();
+    try std.testing.expect(runtime().? == @as(*anyopaque, &a));
+    try std.testing.expect(driver().? == &driver_a);
+    outer.restore();
+    try std.testing.expect(runtime() == null and driver() == null);
 }

@@ -22,6 +22,11 @@ const ampere_testing = @import("testing.zig");
 const ampere = @import("ampere.zig");
 
 test {
+    _ = @import("context.zig");
+    _ = @import("shutdown_tests.zig");
+    _ = @import("scheduler/Scheduler.zig");
+    _ = @import("scheduler/Shared.zig");
+    _ = @import("scheduler/Worker.zig");
     _ = @import("scheduler/LocalQueue.zig");
     _ = @import("scheduler/InjectQueue.zig");
     _ = @import("scheduler/Idle.zig");
@@ -574,14 +579,14 @@ const OwnerRace = struct {
 
     fn waitForOwner1(w: *ampere.Runtime.WorkerForTests) void {
         var i: u32 = 0;
-        while (w.runtime.driver.owner.load(.seq_cst) != 1 and i < 5_000) : (i += 1) std.Thread.sleep(100 * std.time.ns_per_us);
+        while (w.shared.driver.owner.load(.seq_cst) != 1 and i < 5_000) : (i += 1) std.Thread.sleep(100 * std.time.ns_per_us);
     }
 
     fn hook(w: *ampere.Runtime.WorkerForTests) void {
         switch (phase.load(.seq_cst)) {
             // Let worker 1 become the owner of the far timer; worker 0 sleeps without one.
             1 => if (w.index == 0) {
-                w.runtime.workers[1].parker.unpark();
+                w.shared.remotes[1].parker.unpark();
                 waitForOwner1(w);
             },
             // Worker 1, kicked for the 2 s timer, has read "2 s" and not yet claimed ownership:
@@ -589,7 +594,7 @@ const OwnerRace = struct {
             2 => if (w.index == 1) {
                 phase.store(3, .seq_cst);
                 const waker = main_parker.waker();
-                const d = &w.runtime.driver;
+                const d = &w.shared.driver;
                 _ = d.register(&early, d.deadlineMsFor(time.nowNs() + 5 * std.time.ns_per_ms), &waker);
             },
             // Worker 0, kicked for the 5 ms timer, is slower than worker 1 to claim ownership.
@@ -606,7 +611,7 @@ test "timer owner race: an earlier timer registered while the owner re-arms fire
     ampere.Runtime.WorkerForTests.test_hook_before_owner_claim.store(OwnerRace.hook, .release);
     defer ampere.Runtime.WorkerForTests.test_hook_before_owner_claim.store(null, .release);
     defer OwnerRace.phase.store(0, .seq_cst);
-    const d = &rt.driver;
+    const d = &rt.scheduler.shared.driver;
     const noop = Waker.noop();
     std.Thread.sleep(20 * std.time.ns_per_ms); // Both workers asleep, no timers.
 

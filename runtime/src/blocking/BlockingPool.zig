@@ -22,7 +22,7 @@ const Allocator = std.mem.Allocator;
 const Header = @import("../task/Header.zig");
 const context = @import("../context.zig");
 const budget = @import("../budget.zig");
-const Runtime = @import("../Runtime.zig");
+const Shared = @import("../scheduler/Shared.zig");
 
 const BlockingPool = @This();
 
@@ -42,18 +42,19 @@ wakeups_pending: u32 = 0,
 shutting_down: bool = false,
 slots: []Slot,
 keep_alive_ns: u64,
-runtime: *Runtime,
+/// The scheduler whose tasks these are: its context for the threads, `finishTask`.
+shared: *Shared,
 scheduler: Header.Scheduler,
 
-pub fn init(allocator: Allocator, runtime: *Runtime, threads_max: u32, keep_alive_ns: u64) Allocator.Error!BlockingPool {
+pub fn init(allocator: Allocator, shared: *Shared, threads_max: u32, keep_alive_ns: u64) Allocator.Error!BlockingPool {
     assert(threads_max > 0);
     const slots = try allocator.alloc(Slot, threads_max);
     @memset(slots, .{});
     return .{
         .slots = slots,
         .keep_alive_ns = keep_alive_ns,
-        .runtime = runtime,
-        .scheduler = .{ .context = runtime, .submit = submitUnreachable },
+        .shared = shared,
+        .scheduler = .{ .context = shared, .submit = submitUnreachable },
     };
 }
 
@@ -134,7 +135,7 @@ fn popLocked(self: *BlockingPool) ?*Header {
 }
 
 fn threadMain(self: *BlockingPool, slot_index: usize) void {
-    const saved = context.enter(self.runtime, null);
+    const saved = context.enter(self.shared.handles());
     defer saved.restore();
     const scope = budget.Scope.begin(null);
     defer scope.end();
@@ -147,7 +148,7 @@ fn threadMain(self: *BlockingPool, slot_index: usize) void {
         if (self.shutting_down) break;
         if (self.popLocked()) |task| {
             self.mutex.unlock();
-            self.runtime.runBlockingTask(task);
+            self.runTask(task);
             self.mutex.lock();
             continue;
         }
@@ -162,6 +163,18 @@ fn threadMain(self: *BlockingPool, slot_index: usize) void {
     }
     self.threads_live -= 1;
     self.slots[slot_index].state = .exited;
+}
+
+/// Runs one blocking task to completion on the calling (pool) thread.
+fn runTask(self: *BlockingPool, task: *Header) void {
+    switch (task.transitionToRunning()) {
+        .cancel => task.vtable.cancel(task),
+        .poll => {
+            const done = task.vtable.poll(task);
+            assert(done); // Blocking tasks are function calls: always ready.
+        },
+    }
+    self.shared.finishTask(task);
 }
 
 /// Stops accepting tasks, lets running functions finish, joins every thread. Tasks still

@@ -1,6 +1,8 @@
-//! One worker thread of the multi-threaded scheduler (Tokio's `multi_thread::worker`).
+//! One worker thread of the multi-threaded scheduler (Tokio's `multi_thread::worker`), and
+//! the routing of woken and spawned tasks (`submit`).
 //!
-//! A worker owns a 256-slot `LocalQueue` and a LIFO slot. Its loop:
+//! A worker owns a LIFO slot and, in `Shared.remotes[index]`, a 256-slot `LocalQueue` and a
+//! `Parker`. Its loop:
 //!
 //! 1. Every `global_queue_interval` ticks take from the inject queue first, so tasks woken
 //!    from outside cannot starve behind a busy local queue; otherwise take the LIFO slot, then
@@ -10,14 +12,20 @@
 //! 3. Nothing anywhere: park (futex) until notified, or until the next timer deadline if it
 //!    is the timer owner.
 //!
-//! Tasks woken on this worker's thread go to the LIFO slot (the most recently woken task
-//! runs next: message-passing pairs stay hot in cache), the previous occupant to the back of
-//! the local queue. At most `lifo_polls_max` LIFO polls run in a row and they share one
-//! cooperative budget, after which the LIFO task goes to the back of the queue — so a pair
-//! of tasks waking each other cannot monopolise the worker. A task woken while it was
-//! running (including by itself, e.g. `yieldNow`) always goes to the back of the queue.
+//! ## Routing (`submit`)
 //!
-//! The LIFO slot, `tick` and `is_searching` are touched only by the owning thread.
+//! A task woken or spawned on one of this runtime's workers goes to that worker's LIFO slot
+//! (the most recently woken task runs next: message-passing pairs stay hot in cache), the
+//! previous occupant to the back of the local queue. At most `lifo_polls_max` LIFO polls run
+//! in a row and they share one cooperative budget, after which the LIFO task goes to the back
+//! of the queue — so a pair of tasks waking each other cannot monopolise the worker. A task
+//! woken while it was running (including by itself, e.g. `yieldNow`) always goes to the back
+//! of the queue. A task woken from any other thread goes to the inject queue, followed by
+//! waking an idle worker.
+//!
+//! The LIFO slot, `tick` and `is_searching` are touched only by the owning thread. When the
+//! worker stops (shutdown), it moves its LIFO task to its local queue, so that shutdown finds
+//! every queued task in `Shared`.
 
 const std = @import("std");
 const builtin = @import("builtin");
@@ -28,7 +36,7 @@ const Parker = @import("../Parker.zig");
 const Driver = @import("../time/Driver.zig");
 const budget = @import("../budget.zig");
 const context = @import("../context.zig");
-const Runtime = @import("../Runtime.zig");
+const Shared = @import("Shared.zig");
 
 const Worker = @This();
 
@@ -43,28 +51,47 @@ pub var test_hook_before_owner_claim: if (builtin.is_test) std.atomic.Value(?*co
 pub var test_hook_before_sleep: if (builtin.is_test) std.atomic.Value(?*const fn (*Worker) void) else void =
     if (builtin.is_test) .init(null) else {};
 
-local: LocalQueue = .{},
-runtime: *Runtime,
+shared: *Shared,
 index: u32,
 lifo: ?*Header = null,
 lifo_enabled: bool = true,
-parker: Parker = .{},
 tick: u32 = 0,
 is_searching: bool = false,
 rng_state: u64,
 
-pub fn init(runtime: *Runtime, index: u32) Worker {
-    return .{ .runtime = runtime, .index = index, .rng_state = 0x9e3779b97f4a7c15 ^ (@as(u64, index) + 1) *% 0xbf58476d1ce4e5b9 };
+/// The worker whose thread this is (null on every other thread).
+threadlocal var current_worker: ?*Worker = null;
+
+pub fn init(shared: *Shared, index: u32) Worker {
+    assert(index < shared.remotes.len);
+    return .{ .shared = shared, .index = index, .rng_state = 0x9e3779b97f4a7c15 ^ (@as(u64, index) + 1) *% 0xbf58476d1ce4e5b9 };
+}
+
+/// The worker running on the calling thread, of any runtime.
+pub fn current() ?*Worker {
+    return current_worker;
+}
+
+/// This worker's run queue (the stealable part lives in `Shared`).
+pub fn local(self: *Worker) *LocalQueue {
+    return &self.shared.remotes[self.index].local;
+}
+
+pub fn parker(self: *Worker) *Parker {
+    return &self.shared.remotes[self.index].parker;
 }
 
 /// The thread body: runs until the runtime shuts down.
 pub fn run(self: *Worker) void {
-    const saved = context.enter(self.runtime, self);
+    assert(current_worker == null);
+    const saved = context.enter(self.shared.handles());
     defer saved.restore();
-    const rt = self.runtime;
-    while (!rt.isShuttingDown()) {
+    current_worker = self;
+    defer current_worker = null;
+    const shared = self.shared;
+    while (!shared.isShuttingDown()) {
         self.tick +%= 1;
-        if (self.tick % rt.options.event_interval == 0) _ = rt.driver.processIfDue();
+        if (self.tick % shared.options.event_interval == 0) _ = shared.driver.processIfDue();
         if (self.nextTask()) |task| {
             self.runTask(task);
             continue;
@@ -75,11 +102,31 @@ pub fn run(self: *Worker) void {
         }
         self.park();
     }
+    // Leave every queued task where shutdown looks for it.
+    if (self.lifo) |task| {
+        self.lifo = null;
+        self.local().pushBackOrOverflow(task, &shared.inject);
+    }
+    assert(self.lifo == null);
+}
+
+/// Where woken and spawned tasks of a runtime go (the `Header.Scheduler.submit` of its tasks;
+/// `ctx` is its `Shared`).
+pub fn submit(ctx: *anyopaque, task: *Header, yielded: bool) void {
+    const shared: *Shared = @ptrCast(@alignCast(ctx));
+    if (current_worker) |worker| {
+        if (worker.shared == shared) {
+            worker.scheduleLocal(task, yielded);
+            return;
+        }
+    }
+    shared.inject.push(task);
+    shared.notifyParked();
 }
 
 fn nextTask(self: *Worker) ?*Header {
-    if (self.tick % self.runtime.options.global_queue_interval == 0) {
-        if (self.runtime.inject.pop()) |task| return task;
+    if (self.tick % self.shared.options.global_queue_interval == 0) {
+        if (self.shared.inject.pop()) |task| return task;
         return self.nextLocalTask();
     }
     if (self.nextLocalTask()) |task| return task;
@@ -91,31 +138,34 @@ fn nextLocalTask(self: *Worker) ?*Header {
         self.lifo = null;
         return task;
     }
-    return self.local.pop();
+    return self.local().pop();
 }
 
 /// Moves a fair share of the inject queue into the local queue; returns one task to run.
 fn takeFromInject(self: *Worker) ?*Header {
-    const rt = self.runtime;
-    if (rt.inject.isEmpty()) return null;
-    const room: usize = @min(self.local.remainingSlots(), LocalQueue.capacity / 2);
-    const share = rt.inject.len() / rt.workers.len + 1;
-    const first = rt.inject.popBatch(@max(1, @min(share, room))) orelse return null;
+    const shared = self.shared;
+    if (shared.inject.isEmpty()) return null;
+    const room: usize = @min(self.local().remainingSlots(), LocalQueue.capacity / 2);
+    const share = shared.inject.len() / shared.remotes.len + 1;
+    const batch_max = @max(1, @min(share, room));
+    const first = shared.inject.popBatch(batch_max) orelse return null;
     var next = first.queue_next;
     first.queue_next = null;
-    while (next) |task| {
+    var moved: usize = 0;
+    while (next) |task| : (moved += 1) {
         next = task.queue_next;
         task.queue_next = null;
-        self.local.pushBackOrOverflow(task, &rt.inject);
+        self.local().pushBackOrOverflow(task, &shared.inject);
     }
+    assert(moved < batch_max);
     return first;
 }
 
 fn runTask(self: *Worker, task: *Header) void {
-    const rt = self.runtime;
+    const shared = self.shared;
     if (self.is_searching) {
         self.is_searching = false;
-        if (rt.idle.transitionWorkerFromSearching()) rt.notifyParked();
+        if (shared.idle.transitionWorkerFromSearching()) shared.notifyParked();
     }
     // One budget for the task and the LIFO chain it starts (Tokio does the same).
     const scope = budget.Scope.begin(budget.units_per_poll);
@@ -125,13 +175,16 @@ fn runTask(self: *Worker, task: *Header) void {
     while (self.lifo) |next| {
         self.lifo = null;
         if (budget.exhausted()) {
-            self.local.pushBackOrOverflow(next, &rt.inject);
+            self.local().pushBackOrOverflow(next, &shared.inject);
             break;
         }
         lifo_polls += 1;
+        assert(lifo_polls <= lifo_polls_max);
         if (lifo_polls >= lifo_polls_max) self.lifo_enabled = false;
         self.pollTask(next);
     }
+    // With the slot disabled the last poll could only queue at the back.
+    assert(self.lifo_enabled or self.lifo == null);
     self.lifo_enabled = true;
 }
 
@@ -139,11 +192,11 @@ fn pollTask(self: *Worker, task: *Header) void {
     switch (task.transitionToRunning()) {
         .cancel => {
             task.vtable.cancel(task);
-            self.runtime.finishTask(task);
+            self.shared.finishTask(task);
         },
         .poll => {
             if (task.vtable.poll(task)) {
-                self.runtime.finishTask(task);
+                self.shared.finishTask(task);
             } else switch (task.transitionToIdle()) {
                 .idle => {},
                 .reschedule => self.scheduleLocal(task, true),
@@ -153,47 +206,50 @@ fn pollTask(self: *Worker, task: *Header) void {
 }
 
 /// Queues a task woken on this worker's thread (see the module comment for where it goes).
-pub fn scheduleLocal(self: *Worker, task: *Header, yielded: bool) void {
-    const rt = self.runtime;
+fn scheduleLocal(self: *Worker, task: *Header, yielded: bool) void {
+    assert(current_worker == self);
+    assert(task.load() & Header.scheduled != 0);
+    const shared = self.shared;
     if (yielded or !self.lifo_enabled) {
-        self.local.pushBackOrOverflow(task, &rt.inject);
+        self.local().pushBackOrOverflow(task, &shared.inject);
     } else {
         const previous = self.lifo;
         self.lifo = task;
         const displaced = previous orelse return; // Runs next; nothing for others to take.
-        self.local.pushBackOrOverflow(displaced, &rt.inject);
+        self.local().pushBackOrOverflow(displaced, &shared.inject);
     }
-    rt.notifyParked();
+    shared.notifyParked();
 }
 
 fn stealWork(self: *Worker) ?*Header {
-    const rt = self.runtime;
+    assert(self.lifo == null);
+    const shared = self.shared;
     if (!self.is_searching) {
-        if (!rt.idle.transitionWorkerToSearching()) return null;
+        if (!shared.idle.transitionWorkerToSearching()) return null;
         self.is_searching = true;
     }
-    const count: u32 = @intCast(rt.workers.len);
+    const count: u32 = @intCast(shared.remotes.len);
     const start: u32 = @intCast(self.nextRandom() % count);
     var offset: u32 = 0;
     while (offset < count) : (offset += 1) {
-        const victim = &rt.workers[(start + offset) % count];
-        if (victim == self) continue;
-        if (victim.local.stealInto(&self.local)) |task| return task;
+        const victim_index = (start + offset) % count;
+        if (victim_index == self.index) continue;
+        if (shared.remotes[victim_index].local.stealInto(self.local())) |task| return task;
     }
     return self.takeFromInject();
 }
 
 fn park(self: *Worker) void {
-    const rt = self.runtime;
+    const shared = self.shared;
     assert(self.lifo == null);
-    if (!self.local.isEmpty()) return;
+    if (!self.local().isEmpty()) return;
     if (builtin.is_test) if (test_hook_before_sleep.load(.acquire)) |hook| hook(self);
-    const last_searcher = rt.idle.transitionWorkerToParked(self.index, self.is_searching);
+    const last_searcher = shared.idle.transitionWorkerToParked(self.index, self.is_searching);
     self.is_searching = false;
-    if (last_searcher) rt.notifyIfWorkPending();
-    while (!rt.isShuttingDown()) {
+    if (last_searcher) shared.notifyIfWorkPending();
+    while (!shared.isShuttingDown()) {
         self.parkOnce();
-        _ = rt.driver.processIfDue();
+        _ = shared.driver.processIfDue();
         if (self.transitionFromParked()) return;
     }
 }
@@ -201,8 +257,8 @@ fn park(self: *Worker) void {
 /// Sleeps until unparked (after spinning up to `spin_before_park_ns`); the first sleeper to
 /// find a pending timer sleeps only until it.
 fn parkOnce(self: *Worker) void {
-    const driver = &self.runtime.driver;
-    const spin_ns = self.runtime.options.spin_before_park_ns;
+    const driver = &self.shared.driver;
+    const spin_ns = self.shared.options.spin_before_park_ns;
     if (driver.parkTimeoutNs() != null) {
         if (builtin.is_test) if (test_hook_before_owner_claim.load(.acquire)) |hook| hook(self);
         if (driver.owner.cmpxchgStrong(Driver.no_owner, self.index, .seq_cst, .seq_cst) == null) {
@@ -211,24 +267,25 @@ fn parkOnce(self: *Worker) void {
             // (or another sleeper), so we must see its deadline here. Store-then-load on both
             // sides (owner vs next_deadline_ms), all seq_cst.
             const timeout_ns = driver.parkTimeoutNs() orelse 0;
-            if (timeout_ns > 0) _ = self.parker.parkTimeoutSpin(timeout_ns, spin_ns);
+            if (timeout_ns > 0) _ = self.parker().parkTimeoutSpin(timeout_ns, spin_ns);
             driver.owner.store(Driver.no_owner, .seq_cst);
             return;
         }
     }
-    self.parker.parkSpin(spin_ns);
+    self.parker().parkSpin(spin_ns);
 }
 
 /// After a wake-up: true if the worker should run again, false to go back to sleep.
 fn transitionFromParked(self: *Worker) bool {
-    const rt = self.runtime;
-    if (self.lifo != null or !self.local.isEmpty()) {
+    const shared = self.shared;
+    assert(!self.is_searching);
+    if (self.lifo != null or !self.local().isEmpty()) {
         // Woken by its own timer with work: unpark itself (not as a searcher), unless a
         // notifier already did — then it was counted as searching.
-        self.is_searching = !rt.idle.unparkWorkerById(self.index);
+        self.is_searching = !shared.idle.unparkWorkerById(self.index);
         return true;
     }
-    if (rt.idle.isParked(self.index)) return false;
+    if (shared.idle.isParked(self.index)) return false;
     self.is_searching = true; // Notified workers start out searching.
     return true;
 }

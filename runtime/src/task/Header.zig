@@ -27,9 +27,13 @@
 //!   task is never in two queues and never polled by two threads.
 //! - Once `complete` is set no bit but `join_interest`/`join_waker` and the count changes.
 //! - The join-waker slot is written only by the JoinHandle while `join_waker` is clear and
-//!   the task is not complete; it is read (and emptied) by the completing thread only if
-//!   `join_waker` was set when `complete` was set. Setting/clearing `join_waker` is the
-//!   hand-over, with release/acquire on the state word ordering the slot accesses.
+//!   the task is not complete. The completing thread reads it (wakes by reference, never
+//!   moves it out) only if `join_waker` was set when it set `complete` — the handle may be
+//!   comparing the same waker at that moment (`willWakeSame`). Then the completing thread
+//!   clears `join_waker`; whichever side afterwards finds the other gone (`join_interest`
+//!   clear, or `join_waker` clear) drops the waker. Setting/clearing `join_waker` is the
+//!   hand-over, with release/acquire on the state word ordering the slot accesses. This is
+//!   Tokio's protocol; runtime/README.md refers here rather than restating it.
 //!
 //! Every transition is a compare-and-swap (or one read-modify-write) on the state word with
 //! acq_rel ordering: each one either hands the future's memory to another thread (running),
@@ -137,13 +141,14 @@ pub fn refDec(self: *Header, count: u64) void {
 
 pub const RunAction = enum { poll, cancel };
 
-/// Shutdown only (no thread polls tasks): an idle task -> `running`, with a new reference for
-/// the canceller. False if it is queued (woken meanwhile): the queue pass cancels it then.
+/// Shutdown only (no worker polls tasks): an idle task -> `running`, with a new reference for
+/// the canceller. False if it is not idle: queued (woken meanwhile: the queue pass cancels
+/// it), or running or complete — a blocking-pool function still running while shutdown
+/// cancels tasks, which completes by itself.
 pub fn transitionIdleToRunning(self: *Header) bool {
     var current = self.state.load(.acquire);
     while (true) {
-        assert(current & (running | complete) == 0);
-        if (current & scheduled != 0) return false;
+        if (current & (scheduled | running | complete) != 0) return false;
         current = self.state.cmpxchgWeak(current, (current | running) + ref_one, .acq_rel, .acquire) orelse return true;
     }
 }

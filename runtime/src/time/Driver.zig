@@ -62,6 +62,8 @@ start_ns: u64,
 next_deadline_ms: std.atomic.Value(u64) = .init(none),
 owner: std.atomic.Value(u32) = .init(no_owner),
 kick: Kick,
+/// Set by `shutdown` (under `mutex`): every registration from then on expires at once.
+is_shut_down: bool = false,
 
 pub fn init(kick: Kick) Driver {
     return .{ .wheel = Wheel.init(0), .start_ns = clock.nowNs(), .kick = kick };
@@ -87,7 +89,7 @@ pub fn register(self: *Driver, entry: *TimerEntry, deadline_ms: u64, waker: *con
     {
         self.mutex.lock();
         defer self.mutex.unlock();
-        if (deadline_ms <= self.wheel.elapsed_ms) return .expired;
+        if (deadline_ms <= self.wheel.elapsed_ms or self.is_shut_down) return .expired;
         entry.fired.store(false, .monotonic);
         entry.waker = waker.clone();
         self.wheel.insert(&entry.node, deadline_ms);
@@ -147,6 +149,33 @@ pub fn process(self: *Driver, now_ms: u64) usize {
         for (wakers[0..due.len]) |w| w.wake();
         fired_total += due.len;
         if (finished) return fired_total;
+    }
+}
+
+/// Shutdown: fires every armed timer now and makes every later registration expire at once
+/// (Tokio fires its timers with a shutdown error). Called after the workers — the only
+/// threads that fire timers — stopped, so that a blocking function waiting on a timer (e.g.
+/// `blockOn(sleep(...))`) returns and the blocking pool can be joined.
+pub fn shutdown(self: *Driver) void {
+    while (true) {
+        var wakers: [Wheel.DueList.capacity_max]Waker = undefined;
+        var count: usize = 0;
+        {
+            self.mutex.lock();
+            defer self.mutex.unlock();
+            self.is_shut_down = true;
+            while (count < wakers.len) : (count += 1) {
+                const node = self.wheel.popAny() orelse break;
+                const entry = TimerEntry.fromNode(node);
+                wakers[count] = entry.waker.?;
+                entry.waker = null;
+                // Release: the future may complete (and free the entry) once it sees this.
+                entry.fired.store(true, .release);
+            }
+            self.next_deadline_ms.store(none, .seq_cst);
+        }
+        for (wakers[0..count]) |w| w.wake();
+        if (count < wakers.len) return;
     }
 }
 

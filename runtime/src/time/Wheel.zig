@@ -190,6 +190,19 @@ pub const DueList = struct {
     }
 };
 
+/// Unlinks and returns any one entry, or null when the wheel is empty (shutdown drains it).
+pub fn popAny(self: *Wheel) ?*Entry {
+    for (&self.level_table) |*table| {
+        if (table.occupied == 0) continue;
+        const slot: u6 = @intCast(@ctz(table.occupied));
+        const entry = table.heads[slot].?;
+        self.remove(entry);
+        return entry;
+    }
+    assert(self.count == 0);
+    return null;
+}
+
 // -- tests -------------------------------------------------------------------------------
 
 fn drain(wheel: *Wheel, now_ms: u64, out: *std.ArrayList(u64)) !void {

@@ -25,8 +25,7 @@ pub const Sleep = struct {
         if (self.state == .done) return .{ .ready = {} };
         if (!budget.proceed(cx)) return .pending;
         if (self.state == .unregistered) {
-            const rt = context.runtime() orelse @panic("ampere.time.sleep polled outside a runtime");
-            const driver = &rt.driver;
+            const driver = context.driver() orelse @panic("ampere.time.sleep polled outside a runtime");
             self.driver = driver;
             switch (driver.register(&self.entry, driver.deadlineMsFor(self.deadline_ns), cx.waker())) {
                 .expired => return self.finish(),
