@@ -149,8 +149,8 @@ pub inline fn releaseHeld(self: *Semaphore, n: usize, comptime available_max: us
 
 /// The rare cases of `releaseHeld`: waiters to hand the permits to, or a misuse.
 noinline fn releaseHeldSlow(self: *Semaphore, before: usize, available_max: usize) ReleaseHeldError!void {
-    // Checked first: with waiters queued, permits in the word are a hand-off in transit
-    // (invariant 2), which the holder's own permits cannot be part of either.
+    // Misuse first, with or without waiters: the holder's own permits are never in the word
+    // (queued or not), so more than `available_max` there means the caller held none.
     if (before >> permit_shift > available_max) return error.NotHeld;
     if (before & queued_bit != 0) self.releaseQueued();
 }
