@@ -128,6 +128,7 @@ fn benchModule(
     });
     module.addImport("ampere", ampere);
     module.addAnonymousImport("constants.json", .{ .root_source_file = b.path("runtime/bench/constants.json") });
+    module.addAnonymousImport("variants.json", .{ .root_source_file = b.path("runtime/bench/variants.json") });
     // The op loops of the Tier 0 controls: the same source the Rust side assembles with
     // global_asm! (sync_tiers.zig says why), for every target this builds.
     module.addAssemblyFile(b.path("runtime/bench/controls_x86_64.s"));
