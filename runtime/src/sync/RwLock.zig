@@ -25,8 +25,9 @@
 //! - a read unlock of a lock that nobody holds (the word had all `max_reads` permits), and a
 //!   write unlock of a lock that is not write-locked (the word had any permit): a copy of a
 //!   guard unlocked after the original, or a guard made by hand. Both fall out of the one
-//!   compare the fast path already makes. Not detectable: a read unlock through a stale copy
-//!   while other readers or a writer hold the lock (a reader has no identity in the word).
+//!   compare the fast path already makes for waiters (a read unlock rotates the word first:
+//!   one instruction more). Not detectable: a read unlock through a stale copy while other
+//!   readers or a writer hold the lock (a reader has no identity in the word).
 
 const std = @import("std");
 const assert = std.debug.assert;
