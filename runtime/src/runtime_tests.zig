@@ -863,9 +863,12 @@ const BusyLock = struct {
     pub fn poll(self: *BusyLock, cx: *Context) Poll(void) {
         while (time.nowNs() < self.give_up_ns) {
             if (self.locking == null) self.locking = self.mutex.lock();
-            if (self.locking.?.poll(cx) == .pending) return .pending; // Budget spent (never contended).
+            var guard = switch (self.locking.?.poll(cx)) {
+                .pending => return .pending, // Budget spent (never contended).
+                .ready => |guard| guard,
+            };
             self.locking = null;
-            self.mutex.unlock();
+            guard.unlock();
         }
         return .{ .ready = {} };
     }
