@@ -295,6 +295,7 @@ fn Driver(comptime B: type) type {
                         continue;
                     }
                     self.bench.begin(self.iteration);
+                    self.ctx.metricsBegin();
                     self.mark = self.ctx.markStart();
                     self.phase = .measure;
                 },
@@ -302,6 +303,7 @@ fn Driver(comptime B: type) type {
                     .pending => return .pending,
                     .ready => |result| {
                         const sample = self.mark.stop();
+                        self.ctx.metricsEnd(self.iteration, c.warmup);
                         result catch return .{ .ready = false };
                         self.ctx.record(self.iteration, c.warmup, sample);
                         self.iteration += 1;

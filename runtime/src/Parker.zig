@@ -78,46 +78,33 @@ pub fn park(self: *Parker) void {
 /// Polls for a notification for up to `spin_ns` (yielding the CPU every few checks), then
 /// parks. `spin_ns = 0` is `park`.
 pub fn parkSpin(self: *Parker, spin_ns: u64) void {
-    if (spin_ns > 0 and self.spinForNotification(spin_ns, null)) return;
+    if (spin_ns > 0 and self.spinForNotification(spin_ns)) return;
     self.park();
-}
-
-/// Parks by turning the I/O driver `self.io`: dispatches the events already queued, spins up
-/// to `spin_ns` (turning the driver without blocking between checks), then blocks in
-/// `epoll_wait` for at most `timeout_ns` (null: no limit) unless unparked first. Returns after
-/// any events were dispatched, an unpark, or the timeout. The caller must be the only thread
-/// turning the driver (the scheduler's driver owner).
-pub fn parkIo(self: *Parker, timeout_ns: ?u64, spin_ns: u64) void {
-    const io = self.io.?;
-    if (self.consumeNotification()) return;
-    // With nothing registered there is nothing to find without blocking: no system calls.
-    const polled: ?*IoDriver = if (io.hasRegistrations()) io else null;
-    if (polled) |driver| if (driver.turn(0) > 0) return; // Events were waiting: their tasks first.
-    const limit_ns = timeout_ns orelse std.math.maxInt(u64);
-    if (limit_ns == 0) return;
-    const spin = @min(spin_ns, limit_ns);
-    if (spin > 0 and self.spinForNotification(spin, polled)) return;
-    if (builtin.is_test) if (test_hook_before_block.load(.acquire)) |hook| hook(self);
-    if (self.state.cmpxchgStrong(empty, parked_io, .monotonic, .monotonic)) |found| {
-        std.debug.assert(found == notified);
-        _ = self.state.swap(empty, .acquire); // Pairs with the release in `unpark`.
-        return;
-    }
-    _ = io.turn(if (timeout_ns) |ns| ns - spin else null);
-    const previous = self.state.swap(empty, .acquire); // Consumes an unpark that came meanwhile.
-    std.debug.assert(previous == parked_io or previous == notified);
 }
 
 /// `parkTimeout` after spinning for up to `spin_ns` (at most the timeout).
 pub fn parkTimeoutSpin(self: *Parker, timeout_ns: u64, spin_ns: u64) bool {
     const spin = @min(spin_ns, timeout_ns);
-    if (spin > 0 and self.spinForNotification(spin, null)) return true;
+    if (spin > 0 and self.spinForNotification(spin)) return true;
     return self.parkTimeout(timeout_ns - spin);
 }
 
-/// True if a notification arrived (and was consumed) within `spin_ns`, or `io` (turned
-/// without blocking at every clock read) dispatched events.
-fn spinForNotification(self: *Parker, spin_ns: u64, io: ?*IoDriver) bool {
+/// True if a notification arrived (and was consumed) within `spin_ns`; false when the spin
+/// reached its limit (the caller then parks). Owner thread only, like `park`.
+pub fn spinForNotification(self: *Parker, spin_ns: u64) bool {
+    std.debug.assert(spin_ns > 0);
+    return self.spinUntil(spin_ns, null);
+}
+
+/// `spinForNotification` for the driver owner: also turns `self.io` without blocking at every
+/// clock read (when anything is registered), and returns true as soon as it dispatched events.
+pub fn spinForNotificationOrIo(self: *Parker, spin_ns: u64) bool {
+    std.debug.assert(spin_ns > 0);
+    const io = self.io.?;
+    return self.spinUntil(spin_ns, if (io.hasRegistrations()) io else null);
+}
+
+fn spinUntil(self: *Parker, spin_ns: u64, io: ?*IoDriver) bool {
     const checks_per_clock_read = 32;
     const start_ns = clock.nowNs();
     var checks: u32 = 0;
@@ -133,6 +120,33 @@ fn spinForNotification(self: *Parker, spin_ns: u64, io: ?*IoDriver) bool {
             std.atomic.spinLoopHint();
         }
     }
+}
+
+/// The driver owner's first look: dispatches the events already queued in `self.io` without
+/// blocking. True if there were any (their tasks come before any spin or sleep). No system
+/// call while nothing is registered.
+pub fn pollIo(self: *Parker) bool {
+    const io = self.io.?;
+    return io.hasRegistrations() and io.turn(0) > 0;
+}
+
+/// Parks by blocking in `self.io`'s `epoll_wait` for at most `timeout_ns` (null: no limit; 0:
+/// not at all) unless unparked first; dispatches the events it gets. No spinning (the caller
+/// spins first if it wants to: `spinForNotificationOrIo`). The caller must be the only
+/// thread turning the driver (the scheduler's driver owner).
+pub fn parkIo(self: *Parker, timeout_ns: ?u64) void {
+    const io = self.io.?;
+    if (self.consumeNotification()) return;
+    if (timeout_ns == 0) return;
+    if (builtin.is_test) if (test_hook_before_block.load(.acquire)) |hook| hook(self);
+    if (self.state.cmpxchgStrong(empty, parked_io, .monotonic, .monotonic)) |found| {
+        std.debug.assert(found == notified);
+        _ = self.state.swap(empty, .acquire); // Pairs with the release in `unpark`.
+        return;
+    }
+    _ = io.turn(timeout_ns);
+    const previous = self.state.swap(empty, .acquire); // Consumes an unpark that came meanwhile.
+    std.debug.assert(previous == parked_io or previous == notified);
 }
 
 /// Like `park`, but gives up after `timeout_ns`. Returns true when it was unparked.

@@ -72,4 +72,5 @@ test {
     std.testing.refAllDecls(@This());
     _ = @import("runtime_tests.zig");
     _ = @import("net/tcp_tests.zig");
+    _ = @import("metrics_tests.zig");
 }
