@@ -869,9 +869,11 @@ const Spinner = struct {
     pub const Output = bool;
     stop: *std.atomic.Value(bool),
     deadline_ns: u64,
+    polls: *std.atomic.Value(u32),
     yielding: ?ampere.task.YieldNow = null,
 
     pub fn poll(self: *Spinner, cx: *Context) Poll(bool) {
+        _ = self.polls.fetchAdd(1, .release);
         while (true) {
             if (self.stop.load(.acquire)) return .{ .ready = true };
             if (time.nowNs() > self.deadline_ns) return .{ .ready = false };
@@ -911,7 +913,11 @@ test "I/O is not starved while every worker is busy (busy workers turn the drive
     const echo = try rt.spawn(EchoThenSignal{ .echo = .{ .listener = listener }, .done = &done });
     // The only worker never runs out of work, so it never parks: only its periodic
     // non-blocking turns can notice the connection and the byte.
-    const spinner = try rt.spawn(Spinner{ .stop = &done, .deadline_ns = time.nowNs() + 5 * std.time.ns_per_s });
+    var spinner_polls = std.atomic.Value(u32).init(0);
+    const spinner = try rt.spawn(Spinner{ .stop = &done, .deadline_ns = time.nowNs() + 5 * std.time.ns_per_s, .polls = &spinner_polls });
+    // Connect only once the worker is in its busy loop (it parked before, and a park turns the
+    // driver: the connection must not arrive while it still could).
+    while (spinner_polls.load(.acquire) < 1000) std.Thread.yield() catch {};
     try testing.expectEqual(@as(u8, 42), try plainClientEcho(try listener.localAddress(), 42));
     try testing.expectEqual(@as(u8, 42), try join(rt, anyerror!u8, echo));
     try testing.expect(try join(rt, bool, spinner)); // Stopped by the echo, not by its deadline.
