@@ -53,6 +53,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -335,9 +336,14 @@ def build_report(run_spec: str = "latest", data_dir: str | Path | None = None, o
     nb_data_dir, nb_run_id = _notebook_target(run, data_dir)
     parameters = {"data_dir": nb_data_dir, "run_id": nb_run_id, "report_dir": str(out), "baseline": baseline,
                   "candidate": candidate, "tie_band": float(tie_band), "confidence": float(confidence)}
+    lock = threading.Lock()
+
+    def say(line: str) -> None:
+        with lock:  # notebooks run in threads: one whole line at a time
+            progress(line)
 
     def render_page(name: str) -> Page:
-        progress(f"==> [report] {name}.ipynb")
+        say(f"==> [report] {name}.ipynb")
         started = time.monotonic()
         executed = target / f"{name}.ipynb"
         execute_notebook(Path(notebook_dir) / f"{name}.ipynb", executed, parameters, kernel,
@@ -345,7 +351,7 @@ def build_report(run_spec: str = "latest", data_dir: str | Path | None = None, o
         page = target / f"{name}.html"
         export_html(executed, page)
         done = Page(name=name, html=page, notebook=executed, seconds=time.monotonic() - started)
-        progress(f"    {display_path(page)} ({done.seconds:.1f} s)")
+        say(f"    {display_path(page)} ({done.seconds:.1f} s)")
         return done
 
     pages = run_pages(render_page, notebooks, jobs)

@@ -34,7 +34,7 @@ def test_bench_records_a_complete_quick_run(pipeline):
     assert {"run.json", "ampere.csv", "tokio.csv", "ampere.meta.json", "tokio.meta.json"} <= names
     info = json.loads((run / "run.json").read_text())
     assert (info["status"], info["profile"], sorted(info["suites"]), info["invocations"]) == (
-        "complete", "quick", ["echo", "micro"], 2)
+        "complete", "quick", ["echo", "micro", "net"], 2)  # --suite all: every suite the programs have
     assert info["schema_version"] == 2 and info["runtimes"] == ["ampere", "tokio"] and info["workers"] == [1, 4]
     assert [w["runtime"] for w in info["warmup"]["invocations"]] == ["ampere", "tokio"]
     assert (run / "logs" / "ampere.warmup.stderr.txt").is_file()
