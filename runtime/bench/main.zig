@@ -238,11 +238,11 @@ fn run(gpa: std.mem.Allocator, counting: *CountingAllocator, args: []const []con
         output.writeAtomic(path, text.written()) catch |err| return Exit.fail(1, "{s}: {s}", .{ path, @errorName(err) });
     }
 
-    // Runtimes are built on first use and shut down after the last benchmark. On a failure
-    // they are left running: the process exits, and a failed benchmark may have left tasks
-    // behind that a shutdown would wait for.
     var planned = plan(gpa, selected.items, worker_counts) catch return Exit.fail(1, "out of memory", .{});
     defer planned.deinit(gpa);
+    // Runtimes are built on first use (the micro one again whenever the worker count changes)
+    // and shut down after the last benchmark. On a failure they are left running: the process
+    // exits, and a failed benchmark may have left tasks behind that a shutdown would wait for.
     var runtimes = harness.Runtimes{ .allocator = gpa, .options = variant.runtimeOptions(1) };
     var outcomes: std.ArrayList(Outcome) = .empty;
     defer {
