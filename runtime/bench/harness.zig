@@ -27,6 +27,7 @@
 const std = @import("std");
 const ampere = @import("ampere");
 const constants = @import("constants.zig");
+const metrics = @import("metrics.zig");
 
 pub const Constants = constants.Constants;
 pub const CountingAllocator = ampere.CountingAllocator;
@@ -266,6 +267,8 @@ pub const Ctx = struct {
     message_len: usize = 0,
     /// Needed by Tier 3–4 and echo benchmarks only.
     runtimes: ?*Runtimes = null,
+    /// Set with `--metrics`: runtime event counts over the measured iterations.
+    metrics: ?*metrics.Recorder = null,
 
     /// The micro-suite runtime with the case's worker count (a case built without one, in a
     /// unit test, gets `num_workers`), built on first use; a runtime of another count is
@@ -305,6 +308,16 @@ pub const Ctx = struct {
 
     pub inline fn markStart(self: *Ctx) Mark {
         return Mark.start(self.counting);
+    }
+
+    /// Runtime benchmarks: call right before `markStart` (untimed; no-op without --metrics).
+    pub fn metricsBegin(self: *Ctx) void {
+        if (self.metrics) |recorder| recorder.begin();
+    }
+
+    /// Right after `mark.stop` of iteration `index` (untimed; no-op without --metrics).
+    pub fn metricsEnd(self: *Ctx, index: u64, warmup: u64) void {
+        if (self.metrics) |recorder| recorder.end(index, warmup);
     }
 
     /// Keeps `sample` when iteration `index` is past the `warmup` discarded ones.

@@ -24,6 +24,7 @@ const output = @import("output.zig");
 const sync_tiers = @import("sync_tiers.zig");
 const async_tiers = @import("async_tiers.zig");
 const echo = @import("echo.zig");
+const metrics = @import("metrics.zig");
 const variants = @import("variants.zig");
 
 const Constants = constants_mod.Constants;
@@ -225,7 +226,7 @@ fn run(gpa: std.mem.Allocator, counting: *CountingAllocator, args: []const []con
         for (selected.items) |*s| s.case.writeListLine(out) catch return Exit.fail(1, "cannot write to stdout", .{});
         return .{ .code = 0 };
     }
-    for ([_]?[]const u8{ options.csv, options.meta }) |maybe_path| {
+    for ([_]?[]const u8{ options.csv, options.meta, options.metrics }) |maybe_path| {
         const path = maybe_path orelse continue;
         output.checkNew(path) catch return usageError("{s} exists (results are never overwritten)", .{path});
         if (!output.parentExists(path)) return usageError("{s}: folder does not exist", .{std.fs.path.dirname(path) orelse "."});
@@ -250,11 +251,15 @@ fn run(gpa: std.mem.Allocator, counting: *CountingAllocator, args: []const []con
         outcomes.deinit(gpa);
     }
     outcomes.ensureTotalCapacity(gpa, planned.items.len) catch return Exit.fail(1, "out of memory", .{});
+    var metrics_text = std.Io.Writer.Allocating.init(gpa);
+    defer metrics_text.deinit();
     for (planned.items) |*s| {
         const expected: usize = @intCast(if (std.mem.eql(u8, s.case.suite, "echo")) c.echo_batches else c.iterations);
         const samples = gpa.alloc(harness.Sample, expected) catch return Exit.fail(1, "out of memory", .{});
         harness.progressStart(&s.case);
+        var recorder = metrics.Recorder{};
         var ctx = Ctx{ .constants = &c, .counting = counting, .case = &s.case, .samples = samples, .runtimes = &runtimes };
+        if (options.metrics != null) ctx.metrics = &recorder;
         s.run(&ctx) catch {
             gpa.free(samples);
             return Exit.fail(1, "{s}: {s}", .{ s.case.name, ctx.message() });
@@ -269,8 +274,13 @@ fn run(gpa: std.mem.Allocator, counting: *CountingAllocator, args: []const []con
         };
         harness.progressDone(&outcome.case, outcome.stats);
         outcomes.appendAssumeCapacity(outcome);
+        recorder.writeLine(&metrics_text.writer, variant.name, options.invocation, &s.case) catch return Exit.fail(1, "out of memory", .{});
     }
     runtimes.deinit();
+
+    if (options.metrics) |path| {
+        output.writeAtomic(path, metrics_text.written()) catch |err| return Exit.fail(1, "{s}: {s}", .{ path, @errorName(err) });
+    }
 
     if (options.csv) |path| {
         var text = std.Io.Writer.Allocating.init(gpa);
@@ -314,6 +324,8 @@ test {
     _ = sync_tiers;
     _ = async_tiers;
     _ = echo;
+    _ = metrics;
+    _ = @import("LibcCopy.zig");
     _ = variants;
 }
 
@@ -473,6 +485,51 @@ test "quick run writes csv and meta, and never overwrites" {
     try testing.expectEqualStrings("ampere", parsed.value.object.get("variant").?.string);
     try testing.expectEqual(@as(i64, 2), parsed.value.object.get("schema_version").?.integer);
     try testing.expectEqual(@as(u8, 2), run(testing.allocator, &counting, &args, &aw.writer).code);
+}
+
+test "--metrics writes one JSON line per runtime benchmark, counting measured iterations" {
+    var tmp = testing.tmpDir(.{});
+    defer tmp.cleanup();
+    var dir_buffer: [std.fs.max_path_bytes]u8 = undefined;
+    const dir = try tmp.dir.realpath(".", &dir_buffer);
+    var path_buffer: [std.fs.max_path_bytes]u8 = undefined;
+    const path = try std.fmt.bufPrint(&path_buffer, "{s}/ampere.metrics.jsonl", .{dir});
+    const args = [_][]const u8{ "--quick", "--suite", "all", "--filter", "task_spawn", "--filter", "floor_fetch", "--filter", "echo_f64", "--set", "echo_batch_sizes=2", "--workers", "1,2", "--variant", "ampere.nospin", "--metrics", path };
+    var counting = CountingAllocator.init(testing.allocator);
+    var aw = std.Io.Writer.Allocating.init(testing.allocator);
+    defer aw.deinit();
+    try testing.expectEqual(@as(u8, 0), run(testing.allocator, &counting, &args, &aw.writer).code);
+    const text = try tmp.dir.readFileAlloc(testing.allocator, "ampere.metrics.jsonl", 1 << 20);
+    defer testing.allocator.free(text);
+    var diag = constants_mod.Diagnostic{};
+    const c = try Constants.load(testing.allocator, "quick", &diag);
+    // task_spawn, task_spawn_batch and echo_f64 ran on a runtime; floor_fetch_add did not.
+    var lines = std.mem.splitScalar(u8, std.mem.trimRight(u8, text, "\n"), '\n');
+    // The sweep runs Tier 4 at 1 worker, then at 2; echo once.
+    const expected = [_]struct { name: []const u8, workers: i64, polls_at_least: i64 }{
+        .{ .name = "task_spawn", .workers = 1, .polls_at_least = @intCast(2 * c.task_ops * c.iterations) },
+        .{ .name = "task_spawn_batch", .workers = 1, .polls_at_least = @intCast(c.task_ops * c.iterations) },
+        .{ .name = "task_spawn", .workers = 2, .polls_at_least = @intCast(2 * c.task_ops * c.iterations) },
+        .{ .name = "task_spawn_batch", .workers = 2, .polls_at_least = @intCast(c.task_ops * c.iterations) },
+        .{ .name = "echo_f64", .workers = 1, .polls_at_least = @intCast(2 * c.echo_batches) },
+    };
+    for (expected) |want| {
+        const line = lines.next() orelse return error.TestUnexpectedResult;
+        const parsed = try std.json.parseFromSlice(std.json.Value, testing.allocator, line, .{});
+        defer parsed.deinit();
+        const object = parsed.value.object;
+        try testing.expectEqualStrings("ampere.nospin", object.get("runtime").?.string);
+        try testing.expectEqualStrings(want.name, object.get("benchmark").?.string);
+        // The nospin variant's runtime never spins.
+        try testing.expectEqual(@as(i64, 0), object.get("total").?.object.get("spin_ns").?.integer);
+        try testing.expectEqual(want.workers, object.get("workers").?.integer);
+        try testing.expectEqual(@as(usize, @intCast(want.workers)), object.get("per_worker").?.array.items.len);
+        const iterations: u64 = if (std.mem.eql(u8, want.name, "echo_f64")) c.echo_batches else c.iterations;
+        try testing.expectEqual(@as(i64, @intCast(iterations)), object.get("iterations").?.integer);
+        // Every spawned task is polled at least once (task_spawn: the task and its driver).
+        try testing.expect(object.get("total").?.object.get("polls").?.integer >= want.polls_at_least);
+    }
+    try testing.expect(lines.next() == null);
 }
 
 test "echo cases expand like the Rust side" {

@@ -67,8 +67,10 @@ pub fn parkTimeoutSpin(self: *Parker, timeout_ns: u64, spin_ns: u64) bool {
     return self.parkTimeout(timeout_ns - spin);
 }
 
-/// True if a notification arrived (and was consumed) within `spin_ns`.
-fn spinForNotification(self: *Parker, spin_ns: u64) bool {
+/// True if a notification arrived (and was consumed) within `spin_ns`; false when the spin
+/// reached its limit (the caller then parks). Owner thread only, like `park`.
+pub fn spinForNotification(self: *Parker, spin_ns: u64) bool {
+    std.debug.assert(spin_ns > 0);
     const checks_per_clock_read = 32;
     const start_ns = clock.nowNs();
     var checks: u32 = 0;

@@ -57,6 +57,8 @@ const Runtime = @This();
 pub const Options = @import("Options.zig");
 
 pub const SpawnError = Allocator.Error || error{Shutdown};
+/// Event counts of the scheduler (see `metrics`).
+pub const Metrics = @import("scheduler/Metrics.zig");
 pub const SpawnBlockingError = SpawnError || error{ThreadSpawn};
 
 /// The worker type, exposed for the runtime's own tests (hooks, worker fields).
@@ -116,7 +118,8 @@ pub fn blockOn(self: *Runtime, f: anytype) future.OutputOf(@TypeOf(f)) {
     const saved = context.enter(self.scheduler.shared.handles());
     defer saved.restore();
     var pinned = f;
-    return block_on.blockOnPool(self.parkers, &pinned, self.scheduler.shared.options.spin_before_park_ns);
+    const shared = &self.scheduler.shared;
+    return block_on.blockOnPool(self.parkers, &pinned, shared.options.spin_before_park_ns, shared.externalRecorder());
 }
 
 /// Spawns `f` as a task; returns its JoinHandle.
@@ -155,7 +158,20 @@ pub fn spawnBlocking(
         self.allocator.destroy(cell);
         return err;
     };
+    // The caller will most likely await the result soon: a worker spins for it when it parks.
+    if (Worker.currentOf(shared)) |worker| {
+        worker.noteBlockingHandOff();
+    } else {
+        shared.externalRecorder().count(.blocking_spawns, 1);
+    }
     return .{ .raw = &cell.header };
+}
+
+/// A snapshot of the scheduler's event counts: per worker, the external set (events on other
+/// threads) and totals. Callable from any thread at any time; see `scheduler/Metrics.zig` for
+/// what each count means and how consistent a snapshot taken while workers run is.
+pub fn metrics(self: *Runtime) Metrics.Snapshot {
+    return self.scheduler.metrics();
 }
 
 /// The runtime the calling thread is in (a worker, `blockOn` or blocking thread), if any.

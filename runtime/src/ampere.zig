@@ -67,4 +67,5 @@ pub const blockOnThread = @import("block_on.zig").blockOnThread;
 test {
     std.testing.refAllDecls(@This());
     _ = @import("runtime_tests.zig");
+    _ = @import("metrics_tests.zig");
 }

@@ -15,6 +15,19 @@
 //! owned list, drop the poller's and the list's references. At shutdown, tasks nobody will
 //! poll again are cancelled by the same path (`cancelQueuedTask`, `cancelIdleTask`).
 //!
+//! ## Cache lines
+//!
+//! Workers read some fields on every loop iteration or every wake (`shutting_down`,
+//! `options`, `remotes`, `task_scheduler`, `owned`, `runtime`) and never write them; other
+//! fields are written all the time by whichever thread spawns, wakes or parks (`inject`,
+//! `idle`, `next_task_id`, `driver`, `external_metrics`). Each of the written groups is a
+//! cache-line aligned type, so it owns whole lines and never shares one with the read-mostly
+//! fields or with another group (checked by a test). Before this layout, `next_task_id`
+//! (a read-modify-write per spawn), `shutting_down` (a load per worker loop iteration) and
+//! `task_scheduler` (read by every wake) sat in one 64-byte line, and `inject` and
+//! `Idle.state` (a read-modify-write per task queued behind another) in another: on many
+//! cores each spawn invalidated a line that every worker was reading.
+//!
 //! ## Waking workers
 //!
 //! `notifyParked` follows the idle protocol of `Idle.zig`: the caller has published work
@@ -33,6 +46,7 @@ const LocalQueue = @import("LocalQueue.zig");
 const InjectQueue = @import("InjectQueue.zig");
 const Idle = @import("Idle.zig");
 const OwnedTasks = @import("OwnedTasks.zig");
+const Metrics = @import("Metrics.zig");
 
 const Shared = @This();
 
@@ -40,8 +54,9 @@ const Shared = @This();
 pub const Remote = struct {
     /// Owner pushes and pops; other workers steal (LocalQueue's protocol).
     local: LocalQueue = .{},
-    /// The worker thread parks on it; anyone unparks it.
-    parker: Parker = .{},
+    /// The worker thread parks on it (and spins reading it); anyone unparks it. On a line of its
+    /// own, apart from the queue's slots that thieves read.
+    parker: Parker align(std.atomic.cache_line) = .{},
 };
 
 allocator: Allocator,
@@ -53,7 +68,10 @@ owned: OwnedTasks,
 driver: Driver,
 /// Where this runtime's tasks go when woken or spawned (`Worker.submit`, context = self).
 task_scheduler: Header.Scheduler,
-next_task_id: std.atomic.Value(u64) = .init(1),
+next_task_id: TaskIds = .{},
+/// Events on threads that are not this runtime's workers (see `Metrics`: the only counter set
+/// written with read-modify-writes, by any thread).
+external_metrics: Metrics.Counters = .{},
 /// Set once by shutdown (release); workers poll it (acquire) between tasks.
 shutting_down: std.atomic.Value(bool) = .init(false),
 /// The owning `Runtime`, type-erased, for the thread-local context of its threads.
@@ -103,30 +121,63 @@ pub fn isShuttingDown(self: *const Shared) bool {
 
 /// What a thread of this runtime puts in its thread-local context.
 pub fn handles(self: *Shared) context.Handles {
+    assert(self.remotes.len == self.options.workers);
     return .{ .runtime = self.runtime, .driver = &self.driver };
 }
 
+/// The task-id counter on a cache line of its own (every spawn writes it).
+pub const TaskIds = struct {
+    next: std.atomic.Value(u64) align(std.atomic.cache_line) = .init(1),
+};
+
 pub fn nextTaskId(self: *Shared) u64 {
     // Monotonic: ids only need to be unique (they select an owned-list shard).
-    return self.next_task_id.fetchAdd(1, .monotonic);
+    const id = self.next_task_id.next.fetchAdd(1, .monotonic);
+    assert(id > 0); // No wrap-around in 2^64 spawns.
+    return id;
 }
 
-/// Wakes an idle worker if work is available that nobody is looking for.
-pub fn notifyParked(self: *Shared) void {
-    const index = self.idle.workerToNotify() orelse return;
+/// The recorder for events on a thread that is not one of this runtime's workers.
+pub fn externalRecorder(self: *Shared) Metrics.Recorder {
+    return .{ .counters = &self.external_metrics, .owner = false };
+}
+
+/// Wakes an idle worker if work is available that nobody is looking for. True if it unparked
+/// one (the caller counts `unparks_issued` in its own recorder).
+pub fn notifyParked(self: *Shared) bool {
+    const index = self.idle.workerToNotify() orelse return false;
     assert(index < self.remotes.len);
     self.remotes[index].parker.unpark();
+    return true;
 }
 
-/// The last searcher going to sleep re-checks every queue once more.
-pub fn notifyIfWorkPending(self: *Shared) void {
+/// `notifyParked` for a running worker that queued a task in its own queue (the cheaper first
+/// check of `Idle.workerToNotifyForLocalPush`).
+pub fn notifyParkedForLocalPush(self: *Shared) bool {
+    const index = self.idle.workerToNotifyForLocalPush() orelse return false;
+    assert(index < self.remotes.len);
+    self.remotes[index].parker.unpark();
+    return true;
+}
+
+/// The last searcher going to sleep re-checks every queue once more. True if it unparked a
+/// worker.
+pub fn notifyIfWorkPending(self: *Shared) bool {
     for (self.remotes) |*remote| {
-        if (!remote.local.isEmpty()) {
-            self.notifyParked();
-            return;
-        }
+        if (!remote.local.isEmpty()) return self.notifyParked();
     }
-    if (!self.inject.isEmpty()) self.notifyParked();
+    if (!self.inject.isEmpty()) return self.notifyParked();
+    return false;
+}
+
+/// A task spawned or woken on a thread that is not one of this runtime's workers: into the
+/// inject queue, then wake a worker if nobody is searching (counted in the external set).
+pub fn submitRemote(self: *Shared, task: *Header) void {
+    assert(task.load() & Header.scheduled != 0);
+    self.inject.push(task);
+    const recorder = self.externalRecorder();
+    recorder.count(.inject_pushes, 1);
+    if (self.notifyParked()) recorder.count(.unparks_issued, 1);
 }
 
 /// The timer driver's earliest deadline moved earlier: make a sleeping worker re-arm.
@@ -138,7 +189,8 @@ fn kickTimer(ctx: *anyopaque) void {
         self.remotes[owner].parker.unpark();
     } else if (self.idle.anySleeper()) |index| {
         self.remotes[index].parker.unpark();
-    }
+    } else return;
+    self.externalRecorder().count(.unparks_issued, 1);
 }
 
 /// A task's output (or Cancelled) is stored by the thread holding `running`: complete it and
@@ -146,6 +198,7 @@ fn kickTimer(ctx: *anyopaque) void {
 pub fn finishTask(self: *Shared, task: *Header) void {
     const before = task.transitionToComplete();
     assert(before & Header.running != 0);
+    assert(Header.refCount(before) >= 2); // The poller's and the owned list's, dropped here.
     self.owned.remove(task);
     task.refDec(2);
 }
@@ -153,6 +206,7 @@ pub fn finishTask(self: *Shared, task: *Header) void {
 /// Shutdown: a task taken from a queue that nobody will poll — cancel it and complete it.
 pub fn cancelQueuedTask(self: *Shared, task: *Header) void {
     assert(task.load() & Header.scheduled != 0);
+    assert(self.isShuttingDown());
     switch (task.transitionToRunning()) {
         .cancel, .poll => task.vtable.cancel(task),
     }
@@ -170,4 +224,27 @@ pub fn cancelIdleTask(self: *Shared, task: *Header) bool {
     assert(before & Header.running != 0);
     task.refDec(2); // The canceller's and the owned list's (already unlinked by popAny).
     return true;
+}
+
+test "fields written by every spawn, wake or park own their cache lines" {
+    const line = std.atomic.cache_line;
+    const written = [_][]const u8{ "inject", "idle", "next_task_id", "driver", "external_metrics" };
+    const Span = struct { first: usize, last: usize };
+    const span = struct {
+        fn of(comptime name: []const u8) Span {
+            const offset = @offsetOf(Shared, name);
+            const size = @sizeOf(@FieldType(Shared, name));
+            return .{ .first = offset / line, .last = (offset + size - 1) / line };
+        }
+    }.of;
+    inline for (written) |hot| {
+        const a = span(hot);
+        inline for (@typeInfo(Shared).@"struct".fields) |field| {
+            if (comptime std.mem.eql(u8, field.name, hot)) continue;
+            const b = span(field.name);
+            const overlap = a.first <= b.last and b.first <= a.last;
+            if (overlap) std.debug.print("{s} shares a cache line with {s}\n", .{ hot, field.name });
+            try std.testing.expect(!overlap);
+        }
+    }
 }
