@@ -4,9 +4,9 @@ SHELL := /bin/bash
 
 PY      := .venv/bin/python
 ZIG     := $(PY) -m ziglang
-CARGO   ?= cargo
 SUITE   ?= all
-# Extra flags for the orchestrator, e.g. BENCH_ARGS="--quick --invocations 1"
+# Extra flags for the orchestrator, e.g. BENCH_ARGS="--quick --invocations 1" or
+# BENCH_ARGS="--runtimes ampere,tokio --workers 1,4"
 BENCH_ARGS ?=
 # Stress-test size for the Zig tests: full locally, smoke in CI (.ci/run).
 AMPERE_TEST_INTENSITY ?= full
@@ -17,17 +17,17 @@ export AMPERE_TEST_INTENSITY
 help:
 	@echo "make report   set up, build, run both benchmarks, analyse, write reports/<run_id>/index.html"
 	@echo "make test     set up, then every test (zig, tsan, cargo, pytest, end-to-end smoke, browser)"
-	@echo "make bench    benchmarks only: a new run folder in data/runs/ (SUITE=micro|echo|all, BENCH_ARGS=...)"
+	@echo "make build    build both benchmark programs (python -m analysis build)"
+	@echo "make bench    benchmarks only: a new run folder in data/runs/ (SUITE=micro|echo|net|all, BENCH_ARGS=...)"
 	@echo "make lab      JupyterLab on notebooks/"
 
 setup:
 	@bash scripts/bootstrap.sh
 
+# The one build recipe of the benchmark programs is analysis/build.py (also used by
+# `analysis bench --build`, `zig build compare` and scripts/test_all.py).
 build: setup
-	@echo "==> [build] ampere_bench (Zig 0.15.2, ReleaseFast)"
-	@$(ZIG) build bench-build || { echo "error: step 'build ampere_bench' failed" >&2; exit 1; }
-	@echo "==> [build] tokio_bench (Rust, release: opt-level=3, lto=fat, codegen-units=1)"
-	@$(CARGO) build --release --quiet --manifest-path rust_bench/Cargo.toml || { echo "error: step 'build tokio_bench' failed" >&2; exit 1; }
+	@$(PY) -m analysis build || { echo "error: step 'build' failed" >&2; exit 1; }
 
 bench: build
 	@echo "==> [bench] suite=$(SUITE) $(BENCH_ARGS)"

@@ -3,7 +3,8 @@
 //!   zig build test         unit + stress tests of the runtime and the bench harness
 //!   zig build test-tsan    the same tests under ThreadSanitizer (LLVM backend), smoke intensity
 //!   zig build bench        builds and runs the ampere benchmark (ReleaseFast); args after `--`
-//!   zig build compare      runs both benchmarks (analysis orchestrator) and prints the table
+//!   zig build compare      builds both programs and runs the benchmarks (analysis orchestrator,
+//!                          `python -m analysis bench --build --compare`), prints the table
 //!
 //! The benchmark binary and the `ampere` module it imports are always ReleaseFast, whatever
 //! `-Doptimize` says: a library built in Debug under a benchmark called "release" was one of
@@ -74,19 +75,16 @@ pub fn build(b: *std.Build) void {
     if (b.args) |args| run_bench.addArgs(args);
     b.step("bench", "Run the ampere benchmark (pass flags after --, e.g. -- --json)").dependOn(&run_bench.step);
 
-    // -- comparison (both runtimes, statistics in Python) -------------------------------
+    // -- comparison (all variants, statistics in Python) --------------------------------
+    // The orchestrator builds both programs itself (`--build`: analysis/build.py, the one build
+    // recipe), so this step holds no copy of the build commands.
     const python = b.option([]const u8, "python", "Python interpreter with the analysis package") orelse ".venv/bin/python";
-    const cargo_build = b.addSystemCommand(&.{ "cargo", "build", "--release", "--quiet", "--manifest-path", "rust_bench/Cargo.toml" });
-    cargo_build.setCwd(b.path("."));
-    cargo_build.has_side_effects = true;
-    const compare = b.addSystemCommand(&.{ python, "-m", "analysis", "bench", "--compare" });
+    const compare = b.addSystemCommand(&.{ python, "-m", "analysis", "bench", "--build", "--compare" });
     compare.setCwd(b.path("."));
-    compare.step.dependOn(&install_bench.step);
-    compare.step.dependOn(&cargo_build.step);
     if (b.args) |args| compare.addArgs(args);
     compare.stdio = .inherit;
     compare.has_side_effects = true;
-    b.step("compare", "Run both benchmarks (alternating invocations, new run folder) and print the comparison table").dependOn(&compare.step);
+    b.step("compare", "Build both programs and run the benchmarks (warm-up, alternating invocations, new run folder), then print the comparison table").dependOn(&compare.step);
 }
 
 fn addRuntimeTests(

@@ -1,31 +1,42 @@
-"""`python -m analysis bench`: the benchmark orchestrator (what `zig build compare` runs).
+"""`python -m analysis bench`: the benchmark orchestrator (what `make bench` and `zig build compare` run).
 
 Steps
-1. `--build` (optional): `.venv/bin/python -m ziglang build bench-build` and
-   `cargo build --release --manifest-path rust_bench/Cargo.toml`, only for the selected
-   runtimes. A failure stops here with one line naming the step (no run folder yet: a build
-   is not part of a run).
+1. `--build` (optional): the one build recipe, analysis/build.py, for the base runtimes of the
+   selected variants. A failure stops here with one line naming the step (no run folder yet: a
+   build is not part of a run).
 2. Create `data/runs/<run_id>/` (`YYYYmmddTHHMMSSZ-<host>`, UTC); it is an error if it
    exists, and an existing folder is never written to.
-3. Run the invocations alternately (ampere 0, tokio 0, ampere 1, tokio 1, ...). Each gets
-   `--invocation K --csv <staging> --meta <staging>` plus the forwarded --suite, --quick,
-   --filter, --workers and --set, in its own process group under a watchdog (`--timeout`
-   seconds per invocation). stderr is read line by line as it comes: `# start` / `# done`
-   lines become progress lines on our stdout, other lines are echoed to our stderr, and
-   everything the program printed is kept in `logs/<runtime>.<K>.{stdout,stderr}.txt`. On
+3. Warm-up: one invocation of every selected variant, in the run's order, with the run's
+   arguments; its output is discarded (logs kept as `logs/<variant>.warmup.*`). It takes the
+   machine from cold (page cache, CPU frequency, fresh memory pages, the host's scheduler) to
+   the state every measured invocation then finds, instead of letting the first measured
+   invocation pay for it (on fresh machines the first process was up to 2.5x slower on the
+   1 MiB echo rows). One per variant, not one in all, so that each binary and each variant's
+   configuration has run once before measuring. Recorded in run.json `warmup`.
+4. The measured invocations, alternating over all selected variants (ampere 0, ampere.nospin 0,
+   tokio 0, ampere 1, ...), so that drift hits every variant alike. Each gets
+   `--variant V --invocation K --csv <staging> --meta <staging>` plus the forwarded --suite,
+   --quick, --filter, --workers and --set. Each runs under a watchdog (`--timeout` seconds) in
+   its own process group with a parent-death signal (analysis/child.py): it dies with the
+   orchestrator, even under `kill -9`. stderr is read line by line as it comes: `# start` /
+   `# done` lines become progress lines on our stdout, other lines are echoed to our stderr,
+   and everything the program printed is kept in `logs/<variant>.<K>.{stdout,stderr}.txt`. On
    expiry the whole process group is killed and the benchmark of the last `# start` line
    without its `# done` is named.
-4. Validate every invocation's CSV (invocation column must be K) and meta with the loader,
-   merge each runtime's CSVs into `<runtime>.csv` (temporary name + rename), validate the
-   merged file, copy invocation 0's meta to `<runtime>.meta.json` (a different meta in a
-   later invocation is recorded as a warning), remove the staging folder and write
-   `run.json` last.
+5. Validate every invocation's CSV (schema 2, invocation column K, runtime column V, every
+   requested worker count on each Tier 3-4 benchmark) and meta with the loader, merge each
+   variant's CSVs into `<variant>.csv` (temporary name + rename), validate the merged file,
+   copy invocation 0's meta to `<variant>.meta.json` (a different meta in a later invocation
+   is recorded as a warning), remove the staging folder and write `run.json` last.
 Any failure writes `failed.json` (step, runtime, invocation, benchmark, reason), removes the
-staging folder, prints one `error:` line and exits 1; no run.json is written.
+staging folder and any merged file, prints one `error:` line and exits 1; no run.json is
+written. Ctrl-C (SIGINT) and SIGTERM do the same with reason "interrupted" and exit 130 / 143.
 
-Constants recorded in run.json: `runtime/bench/constants.json`'s profile plus the --set /
---workers overrides, computed here (the programs embed the same file at build time; if the
-file is newer than a binary, run.json gets a warning that the binary may embed older sizes).
+Defaults per profile: the variants (DEFAULT_VARIANTS, from runtime/bench/variants.json), the
+invocation count (DEFAULT_INVOCATIONS) and the worker sweep (default_workers).
+Constants recorded in run.json: `runtime/bench/constants.json`'s profile plus the --set
+overrides, computed here (the programs embed the same file at build time; if the file is newer
+than a binary, run.json gets a warning that the binary may embed older sizes).
 """
 
 from __future__ import annotations
@@ -36,7 +47,6 @@ import os
 import queue
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -48,34 +58,88 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
 
+from . import child, schema
+from .build import BINARIES, REPO_ROOT, RUNTIMES, build
 from .errors import AnalysisError, DataError, RunFailed
 from .files import write_json_atomic
+from .load import read_bench_csv, read_json_object, runs_dir, validate_meta_json
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-RUNTIMES = ("ampere", "tokio")
-DEFAULT_BINARIES = {
-    "ampere": Path("zig-out/bin/ampere_bench"),
-    "tokio": Path("rust_bench/target/release/tokio_bench"),
-}
+#: Process invocations per variant when --invocations is not given. The full value is what the
+#: interval-coverage simulation of the statistics tests assumes (it imports this constant);
+#: BENCHMARKS.md: never fewer than MIN_PUBLISHED_INVOCATIONS for a published run.
+DEFAULT_INVOCATIONS: dict[str, int] = {"full": 10, "quick": 2}
+MIN_PUBLISHED_INVOCATIONS = 5
+#: Variants run when --runtimes is not given (names from runtime/bench/variants.json).
+DEFAULT_VARIANTS: dict[str, tuple[str, ...]] = {"full": ("ampere", "ampere.nospin", "tokio"),
+                                                "quick": ("ampere", "tokio")}
+#: Worker counts of Tiers 3-4 when --workers is not given; the full profile adds the machine's
+#: logical core count when it is larger than the last of these.
+WORKER_SWEEP: dict[str, tuple[int, ...]] = {"full": (1, 2, 4), "quick": (1, 4)}
+VARIANTS_FILE = Path("runtime/bench/variants.json")
+CONSTANTS_FILE = Path("runtime/bench/constants.json")
 STAGING = ".staging"
+SUITE_CHOICES = (*schema.SUITES, "all")
 PROGRESS_RE = re.compile(r"# (start|done)((?: [a-z_]+=\S*)*)\s*")
+WARMUP_NOTE = ("one discarded invocation of every variant, in the run's order and with the run's arguments, "
+               "before invocation 0: it brings the machine from cold to the state the measured invocations find")
+
+
+# -- variants ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Variant:
+    """A named runtime configuration of runtime/bench/variants.json."""
+
+    name: str
+    runtime: str
+    settings: dict[str, Any]
+    description: str = ""
+
+    def record(self) -> dict[str, Any]:
+        return {"runtime": self.runtime, "settings": dict(self.settings)}
+
+
+def load_variants(root: Path) -> dict[str, Variant]:
+    """Every variant of runtime/bench/variants.json, validated (DataError on a bad file)."""
+    path = root / VARIANTS_FILE
+    doc = read_json_object(path)
+    entries = doc.get("variants")
+    if not isinstance(entries, dict) or not entries:
+        raise DataError(path, 'expected {"variants": {NAME: {"runtime": ..., "settings": {...}}, ...}}')
+    out: dict[str, Variant] = {}
+    for name, entry in entries.items():
+        if not schema.RUNTIME_RE.fullmatch(name):
+            raise DataError(path, f"variant name {name!r} does not match {schema.RUNTIME_RE.pattern}")
+        if not isinstance(entry, dict):
+            raise DataError(path, f"variant {name!r}: expected an object")
+        runtime, settings = entry.get("runtime"), entry.get("settings", {})
+        if runtime != schema.base_runtime(name) or runtime not in RUNTIMES:
+            raise DataError(path, f'variant {name!r}: "runtime" must be "{schema.base_runtime(name)}" '
+                            f"(the part before the dot, one of {', '.join(RUNTIMES)}), got {runtime!r}")
+        if not isinstance(settings, dict):
+            raise DataError(path, f'variant {name!r}: "settings" must be an object')
+        out[name] = Variant(name, runtime, dict(settings), str(entry.get("description", "")))
+    return out
 
 
 # -- options ----------------------------------------------------------------------------------
 
 @dataclass
 class BenchOptions:
+    """What to run. None fields take the profile's default (see the resolved properties)."""
+
     suite: str = "all"
     quick: bool = False
-    invocations: int = 3
+    invocations: int | None = None
     filters: list[str] = field(default_factory=list)
-    workers: int | None = None
+    workers: tuple[int, ...] | None = None
     sets: list[str] = field(default_factory=list)
     timeout_s: float = 600.0
     data_dir: str | None = None
-    runtimes: tuple[str, ...] = RUNTIMES
+    runtimes: tuple[str, ...] | None = None
     binaries: dict[str, Path] = field(default_factory=dict)
     build: bool = False
+    warmup: bool = True
     root: Path = REPO_ROOT
     command_line: list[str] = field(default_factory=list)
 
@@ -84,51 +148,103 @@ class BenchOptions:
         return "quick" if self.quick else "full"
 
     @property
-    def suites(self) -> list[str]:
-        return ["micro", "echo"] if self.suite == "all" else [self.suite]
+    def invocation_count(self) -> int:
+        return self.invocations if self.invocations is not None else DEFAULT_INVOCATIONS[self.profile]
+
+    @property
+    def variant_names(self) -> tuple[str, ...]:
+        return self.runtimes if self.runtimes is not None else DEFAULT_VARIANTS[self.profile]
+
+    @property
+    def worker_counts(self) -> tuple[int, ...]:
+        return self.workers if self.workers is not None else default_workers(self.profile, os.cpu_count() or 1)
+
+    @property
+    def base_runtimes(self) -> tuple[str, ...]:
+        bases = [schema.base_runtime(v) for v in self.variant_names]
+        return tuple(dict.fromkeys(bases))
+
+    def binary(self, base: str) -> Path:
+        return Path(self.binaries.get(base) or self.root / BINARIES[base])
+
+
+def default_workers(profile: str, logical_cores: int) -> tuple[int, ...]:
+    """The profile's sweep; the full profile adds the logical core count when it is larger."""
+    sweep = WORKER_SWEEP[profile]
+    if profile == "full" and logical_cores > sweep[-1]:
+        return (*sweep, logical_cores)
+    return sweep
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     from .cli import add_stat_options
 
     p = sub.add_parser("bench", parents=[common], help="run the benchmark programs and record a run folder",
-                       description="Run ampere_bench and tokio_bench alternately under a watchdog and "
-                                   "record data/runs/<run_id>/.")
-    p.add_argument("--suite", choices=("micro", "echo", "all"), default="all")
+                       description="Run the runtime variants' benchmark programs alternately under a watchdog, "
+                                   "after a discarded warm-up invocation of each, and record data/runs/<run_id>/.")
+    p.add_argument("--suite", choices=SUITE_CHOICES, default="all")
     p.add_argument("--quick", action="store_true", help="quick profile of constants.json (tests, smoke runs)")
-    p.add_argument("--invocations", type=int, default=3, help="process invocations per runtime (default 3)")
+    p.add_argument("--invocations", type=int, default=None,
+                   help=f"measured invocations per variant (default: full {DEFAULT_INVOCATIONS['full']}, "
+                        f"quick {DEFAULT_INVOCATIONS['quick']})")
     p.add_argument("--filter", action="append", default=[], metavar="SUBSTR",
                    help="only benchmarks whose name contains SUBSTR (repeatable)")
-    p.add_argument("--workers", type=int, default=None, help="shorthand for --set num_workers=N")
+    p.add_argument("--workers", default=None, metavar="N[,N...]",
+                   help="worker counts of Tiers 3-4 (default: full 1,2,4 and the logical core count if larger; "
+                        "quick 1,4)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override one constant")
     p.add_argument("--timeout", type=float, default=600.0, help="watchdog seconds per invocation (default 600)")
-    p.add_argument("--runtimes", default=",".join(RUNTIMES), help="comma-separated (default ampere,tokio)")
-    p.add_argument("--ampere-bin", default=None, help=f"default {DEFAULT_BINARIES['ampere']}")
-    p.add_argument("--tokio-bin", default=None, help=f"default {DEFAULT_BINARIES['tokio']}")
-    p.add_argument("--build", action="store_true", help="build both programs first")
+    p.add_argument("--runtimes", default=None, metavar="VARIANT[,VARIANT...]",
+                   help="variants of runtime/bench/variants.json (default: full "
+                        f"{','.join(DEFAULT_VARIANTS['full'])}; quick {','.join(DEFAULT_VARIANTS['quick'])})")
+    p.add_argument("--no-warmup", action="store_true", help="skip the discarded warm-up invocations")
+    p.add_argument("--ampere-bin", default=None, help=f"default {BINARIES['ampere']}")
+    p.add_argument("--tokio-bin", default=None, help=f"default {BINARIES['tokio']}")
+    p.add_argument("--build", action="store_true", help="build the programs first (python -m analysis build)")
     p.add_argument("--compare", action="store_true", help="print the compare table of the new run")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     add_stat_options(p)
     p.set_defaults(func=cmd_bench)
 
 
+def parse_workers(text: str) -> tuple[int, ...]:
+    items = text.split(",")
+    if not all(re.fullmatch(r"[0-9]+", i) and int(i) >= 1 for i in items):
+        raise AnalysisError(f"--workers {text!r}: expected comma-separated positive integers, e.g. 1,2,4")
+    counts = tuple(int(i) for i in items)
+    if len(set(counts)) != len(counts):
+        raise AnalysisError(f"--workers {text!r}: a worker count appears twice")
+    return counts
+
+
+def parse_runtimes(text: str, known: dict[str, Variant]) -> tuple[str, ...]:
+    names = tuple(r.strip() for r in text.split(",") if r.strip())
+    unknown = [r for r in names if r not in known]
+    if not names or unknown or len(set(names)) != len(names):
+        what = f"unknown variant {unknown[0]!r}" if unknown else "expected distinct names"
+        raise AnalysisError(f"--runtimes {text!r}: {what}; variants of {VARIANTS_FILE}: {', '.join(known)}")
+    return names
+
+
 def options_from_args(args: argparse.Namespace) -> BenchOptions:
-    runtimes = tuple(r.strip() for r in args.runtimes.split(",") if r.strip())
-    unknown = [r for r in runtimes if r not in RUNTIMES]
-    if not runtimes or unknown or len(set(runtimes)) != len(runtimes):
-        raise AnalysisError(f"--runtimes {args.runtimes!r}: expected a comma-separated subset of {', '.join(RUNTIMES)}")
-    if args.invocations < 1:
+    variants = load_variants(REPO_ROOT)
+    runtimes = parse_runtimes(args.runtimes, variants) if args.runtimes is not None else None
+    if args.invocations is not None and args.invocations < 1:
         raise AnalysisError(f"--invocations must be >= 1, got {args.invocations}")
     if args.timeout <= 0:
         raise AnalysisError(f"--timeout must be > 0, got {args.timeout}")
-    if args.workers is not None and args.workers < 1:
-        raise AnalysisError(f"--workers must be >= 1, got {args.workers}")
     given = {"ampere": args.ampere_bin, "tokio": args.tokio_bin}
-    binaries = {rt: Path(given[rt]) if given[rt] else REPO_ROOT / DEFAULT_BINARIES[rt] for rt in runtimes}
-    return BenchOptions(suite=args.suite, quick=args.quick, invocations=args.invocations, filters=list(args.filter),
-                        workers=args.workers, sets=list(args.set), timeout_s=args.timeout, data_dir=args.data_dir,
-                        runtimes=runtimes, binaries=binaries, build=args.build,
-                        command_line=[sys.executable, "-m", "analysis", *sys.argv[1:]])
+    options = BenchOptions(suite=args.suite, quick=args.quick, invocations=args.invocations,
+                           filters=list(args.filter), sets=list(args.set), timeout_s=args.timeout,
+                           data_dir=args.data_dir, runtimes=runtimes,
+                           workers=parse_workers(args.workers) if args.workers is not None else None,
+                           binaries={rt: Path(p) for rt, p in given.items() if p}, build=args.build,
+                           warmup=not args.no_warmup,
+                           command_line=[sys.executable, "-m", "analysis", *sys.argv[1:]])
+    missing = [v for v in options.variant_names if v not in variants]
+    if missing:
+        raise AnalysisError(f"default variant {missing[0]!r} is not in {VARIANTS_FILE}; name the variants with --runtimes")
+    return options
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -146,9 +262,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 # -- constants --------------------------------------------------------------------------------
 
 def load_profile(root: Path, profile: str) -> dict[str, Any]:
-    path = root / "runtime" / "bench" / "constants.json"
-    from .load import read_json_object
-
+    path = root / CONSTANTS_FILE
     doc = read_json_object(path)
     profiles = doc.get("profiles")
     if not isinstance(profiles, dict) or not isinstance(profiles.get(profile), dict):
@@ -167,8 +281,8 @@ def _parse_value(text: str, like: Any) -> Any:
     return int(text)
 
 
-def effective_constants(profile: dict[str, Any], sets: list[str], workers: int | None) -> tuple[dict, dict]:
-    """(effective constants, overrides) after --set KEY=VALUE... and --workers N."""
+def effective_constants(profile: dict[str, Any], sets: list[str]) -> tuple[dict, dict]:
+    """(effective constants, overrides) after --set KEY=VALUE..."""
     overrides: dict[str, Any] = {}
     for item in sets:
         key, sep, value = item.partition("=")
@@ -180,8 +294,6 @@ def effective_constants(profile: dict[str, Any], sets: list[str], workers: int |
             overrides[key] = _parse_value(value, profile[key])
         except ValueError as exc:
             raise AnalysisError(f"--set {item!r}: {exc}") from None
-    if workers is not None:
-        overrides["num_workers"] = workers
     return {**profile, **overrides}, overrides
 
 
@@ -201,8 +313,6 @@ def short_hostname() -> str:
 
 
 def create_run_dir(data_dir: str | None, started: datetime) -> tuple[str, Path]:
-    from .load import runs_dir
-
     run_id = f"{started.strftime('%Y%m%dT%H%M%SZ')}-{short_hostname()}"
     root = runs_dir(data_dir)
     root.mkdir(parents=True, exist_ok=True)
@@ -242,51 +352,22 @@ def merge_csvs(parts: list[Path], target: Path) -> None:
     """Concatenate invocation CSVs (one header) into target via a temporary name + rename."""
     header: str | None = None
     tmp = target.with_name(f".{target.name}.tmp")
-    with open(tmp, "w", encoding="utf-8", newline="") as out:
-        for part in parts:
-            lines = part.read_text(encoding="utf-8").splitlines(keepends=True)
-            if header is None:
-                header = lines[0]
-                out.write(header)
-            elif lines[0] != header:
-                raise DataError(part, "header differs from the first invocation's", 1, "header")
-            out.writelines(lines[1:])
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, target)
-
-
-# -- build ------------------------------------------------------------------------------------
-
-def build_steps(root: Path, runtimes: tuple[str, ...]) -> list[tuple[str, list[str]]]:
-    python = root / ".venv" / "bin" / "python"
-    steps = []
-    if "ampere" in runtimes:
-        steps.append(("zig build bench-build", [str(python if python.exists() else sys.executable),
-                                                "-m", "ziglang", "build", "bench-build"]))
-    if "tokio" in runtimes:
-        steps.append(("cargo build --release", ["cargo", "build", "--release", "--manifest-path",
-                                                str(root / "rust_bench" / "Cargo.toml")]))
-    return steps
-
-
-def _stderr_fd() -> int | None:
     try:
-        return sys.stderr.fileno()
-    except (AttributeError, OSError, ValueError):  # replaced stderr (e.g. captured in tests)
-        return None
-
-
-def build(root: Path, runtimes: tuple[str, ...]) -> None:
-    for name, cmd in build_steps(root, runtimes):
-        print(f"building: {name}", flush=True)
-        try:
-            # compiler output goes to our stderr (fd 2), keeping stdout for progress and tables
-            done = subprocess.run(cmd, cwd=root, stdout=_stderr_fd(), stderr=_stderr_fd())
-        except OSError as exc:
-            raise RunFailed(f"build step '{name}' failed: {exc.strerror or exc}: {cmd[0]}") from None
-        if done.returncode != 0:
-            raise RunFailed(f"build step '{name}' failed (exit code {done.returncode})")
+        with open(tmp, "w", encoding="utf-8", newline="") as out:
+            for part in parts:
+                lines = part.read_text(encoding="utf-8").splitlines(keepends=True)
+                if header is None:
+                    header = lines[0]
+                    out.write(header)
+                elif lines[0] != header:
+                    raise DataError(part, "header differs from the first invocation's", 1, "header")
+                out.writelines(lines[1:])
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 # -- one invocation under the watchdog --------------------------------------------------------
@@ -295,14 +376,18 @@ class StepFailed(Exception):
     """A failed step of a run; becomes failed.json."""
 
     def __init__(self, step: str, reason: str, runtime: str | None = None, invocation: int | None = None,
-                 benchmark: str | None = None) -> None:
+                 benchmark: str | None = None, signal: str | None = None) -> None:
         super().__init__(reason)
         self.step, self.reason = step, reason
         self.runtime, self.invocation, self.benchmark = runtime, invocation, benchmark
+        self.signal = signal
 
     def record(self) -> dict[str, Any]:
-        return {"step": self.step, "runtime": self.runtime, "invocation": self.invocation,
-                "benchmark": self.benchmark, "reason": self.reason}
+        out = {"step": self.step, "runtime": self.runtime, "invocation": self.invocation,
+               "benchmark": self.benchmark, "reason": self.reason}
+        if self.signal:
+            out["signal"] = self.signal
+        return out
 
 
 def parse_progress(line: str) -> tuple[str, dict[str, str]] | None:
@@ -316,7 +401,11 @@ def parse_progress(line: str) -> tuple[str, dict[str, str]] | None:
 
 def bench_name(fields: dict[str, str]) -> str:
     name = f"{fields.get('suite', '?')}/{fields.get('benchmark', '?')}"
-    return f"{name} {fields['param']}" if fields.get("param") else name
+    if fields.get("param"):
+        name += f" {fields['param']}"
+    if fields.get("workers"):
+        name += f" workers={fields['workers']}"
+    return name
 
 
 def _pump(stream: TextIO, lines: "queue.Queue[str | None]") -> None:
@@ -325,48 +414,52 @@ def _pump(stream: TextIO, lines: "queue.Queue[str | None]") -> None:
     lines.put(None)
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
-
-
 @dataclass
 class Invocation:
-    runtime: str
+    runtime: str  # the variant name
     index: int
     command: list[str]
     csv: Path
     meta: Path
     stdout_log: Path
     stderr_log: Path
+    warmup: bool = False
+    #: progress fields of the benchmark running now (last `# start` without its `# done`)
+    running: dict[str, str] | None = None
+    elapsed_s: float | None = None
+
+    @property
+    def tag(self) -> str:
+        return f"[{self.runtime} warm-up]" if self.warmup else f"[{self.runtime} #{self.index}]"
+
+    @property
+    def where(self) -> str:
+        return f"{self.runtime} warm-up" if self.warmup else f"{self.runtime} invocation {self.index}"
 
 
 def run_invocation(inv: Invocation, timeout_s: float, out: TextIO | None = None, err: TextIO | None = None) -> None:
     """Run one program invocation; raise StepFailed on a non-zero exit or watchdog expiry.
 
     Progress goes to `out` (default: the current sys.stdout), the program's other stderr lines
-    to `err` (default: the current sys.stderr), each line as soon as it arrives.
+    to `err` (default: the current sys.stderr), each line as soon as it arrives. Any exception
+    on our side (Ctrl-C included) kills the program's process group before it propagates.
     """
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
-    tag = f"[{inv.runtime} #{inv.index}]"
-    print(f"{tag} {' '.join(inv.command)}", file=out, flush=True)
-    running: dict[str, str] | None = None
+    print(f"{inv.tag} {' '.join(inv.command)}", file=out, flush=True)
     tail: deque[str] = deque(maxlen=20)
+    started = time.monotonic()
     with open(inv.stdout_log, "w", encoding="utf-8") as stdout_log, \
             open(inv.stderr_log, "w", encoding="utf-8") as stderr_log:
         try:
-            proc = subprocess.Popen(inv.command, stdout=stdout_log, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                    text=True, bufsize=1, errors="replace", start_new_session=True)
+            proc = child.spawn(inv.command, stdout=stdout_log, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                               text=True, bufsize=1, errors="replace")
         except OSError as exc:
             raise StepFailed("invocation", f"cannot start {inv.command[0]}: {exc.strerror}", inv.runtime, inv.index) from None
         lines: queue.Queue[str | None] = queue.Queue()
         reader = threading.Thread(target=_pump, args=(proc.stderr, lines), daemon=True)
         reader.start()
-        deadline = time.monotonic() + timeout_s
+        deadline = started + timeout_s
         try:
             while True:
                 remaining = deadline - time.monotonic()
@@ -380,52 +473,56 @@ def run_invocation(inv: Invocation, timeout_s: float, out: TextIO | None = None,
                     break
                 stderr_log.write(line)
                 stderr_log.flush()
-                progress = parse_progress(line)
-                if progress is None:
-                    tail.append(line.rstrip("\n"))
-                    print(f"{tag} {line.rstrip()}", file=err, flush=True)
-                    continue
-                kind, fields = progress
-                if kind == "start":
-                    running = fields
-                    print(f"{tag} {bench_name(fields)} ...", file=out, flush=True)
-                else:
-                    running = None
-                    print(f"{tag} {bench_name(fields)} done: {_fmt_done(fields)}", file=out, flush=True)
+                _show(inv, line, tail, out, err)
             code = proc.wait(timeout=max(0.0, deadline - time.monotonic()))
         except (TimeoutError, subprocess.TimeoutExpired):
-            _kill_group(proc)
+            child.kill_group(proc)
+            running = inv.running
             what = f"while running {bench_name(running)}" if running else "between benchmarks"
             raise StepFailed("invocation", f"watchdog: no exit after {timeout_s:g} s {what}; process group killed",
                              inv.runtime, inv.index, bench_name(running) if running else None) from None
         except BaseException:
-            _kill_group(proc)
+            child.kill_group(proc)
             raise
         finally:
             reader.join(timeout=5)
+    inv.elapsed_s = round(time.monotonic() - started, 3)
     if code != 0:
         errors = [t for t in tail if t.startswith("error:")]
         detail = (errors[-1] if errors else (tail[-1] if tail else "no message")).strip()
         how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
         raise StepFailed("invocation", f"{how}: {detail}", inv.runtime, inv.index,
-                         bench_name(running) if running else None)
+                         bench_name(inv.running) if inv.running else None)
+
+
+def _show(inv: Invocation, line: str, tail: deque[str], out: TextIO, err: TextIO) -> None:
+    """One stderr line of the program: progress to `out`, anything else to `err`."""
+    progress = parse_progress(line)
+    if progress is None:
+        tail.append(line.rstrip("\n"))
+        print(f"{inv.tag} {line.rstrip()}", file=err, flush=True)
+        return
+    kind, fields = progress
+    if kind == "start":
+        inv.running = fields
+        print(f"{inv.tag} {bench_name(fields)} ...", file=out, flush=True)
+    else:
+        inv.running = None
+        print(f"{inv.tag} {bench_name(fields)} done: {_fmt_done(fields)}", file=out, flush=True)
 
 
 def _fmt_done(fields: dict[str, str]) -> str:
-    from .render import fmt_ns
-
     value = fields.get("median_ns_per_op")
     try:
-        return f"{fmt_ns(float(value))}/op (median)" if value is not None else "ok"
+        return f"{float(value):.4g} ns/op (median)" if value is not None else "ok"
     except ValueError:
-        return value
+        return value or "ok"
 
 
 # -- the run ----------------------------------------------------------------------------------
 
-def check_outputs(inv: Invocation) -> None:
-    from .load import read_bench_csv, read_json_object, validate_meta_json
-
+def check_outputs(inv: Invocation, workers: tuple[int, ...]) -> None:
+    """The invocation's CSV and meta exist and validate, are schema 2, and hold its rows."""
     for path, kind in ((inv.csv, "CSV"), (inv.meta, "meta JSON")):
         if not path.is_file():
             raise StepFailed("invocation", f"program exited 0 but wrote no {kind} ({path.name})", inv.runtime, inv.index)
@@ -434,6 +531,9 @@ def check_outputs(inv: Invocation) -> None:
         validate_meta_json(inv.meta, read_json_object(inv.meta), inv.runtime)
     except DataError as exc:
         raise StepFailed("validate", str(exc), inv.runtime, inv.index) from None
+    if rows.attrs["schema_version"] != schema.SCHEMA_VERSION:
+        raise StepFailed("validate", f"{inv.csv.name}: schema-1 header (no cpu_ns, workers): the program predates "
+                         "data contract v2; rebuild it (python -m analysis build)", inv.runtime, inv.index)
     wrong = rows[rows["invocation"] != inv.index]
     if not wrong.empty:
         raise StepFailed("validate", f"{inv.csv.name}: invocation column is {int(wrong['invocation'].iloc[0])}, "
@@ -441,35 +541,57 @@ def check_outputs(inv: Invocation) -> None:
     if rows.empty:
         raise StepFailed("validate", f"{inv.csv.name}: no measured rows (did --filter match nothing?)",
                          inv.runtime, inv.index)
+    _check_sweep(inv, rows, workers)
 
 
-def bench_command(options: BenchOptions, runtime: str, index: int, csv: Path, meta: Path) -> list[str]:
-    cmd = [str(options.binaries[runtime]), "--suite", options.suite]
+def _check_sweep(inv: Invocation, rows: Any, workers: tuple[int, ...]) -> None:
+    """Every Tier 3-4 benchmark ran at every requested worker count, and at no other."""
+    swept = rows[(rows["suite"] == "micro") & (rows["tier"] >= min(schema.OVERSUBSCRIBED_TIERS))]
+    for (name, param), group in swept.groupby(["benchmark", "param"], sort=False):
+        got = sorted(int(w) for w in group["workers"].unique())
+        if got != sorted(workers):
+            raise StepFailed("validate", f"{inv.csv.name}: {schema.bench_label(name, param)} ran with workers "
+                             f"{got}, expected {sorted(workers)} (--workers)", inv.runtime, inv.index)
+
+
+def bench_command(options: BenchOptions, variant: str, index: int, csv: Path, meta: Path) -> list[str]:
+    base = schema.base_runtime(variant)
+    cmd = [str(options.binary(base)), "--variant", variant, "--suite", options.suite]
     if options.quick:
         cmd.append("--quick")
     for item in options.filters:
         cmd += ["--filter", item]
-    if options.workers is not None:
-        cmd += ["--workers", str(options.workers)]
+    cmd += ["--workers", ",".join(map(str, options.worker_counts))]
     for item in options.sets:
         cmd += ["--set", item]
     return cmd + ["--invocation", str(index), "--csv", str(csv), "--meta", str(meta)]
 
 
-def plan(options: BenchOptions, folder: Path) -> list[Invocation]:
+def _invocation(options: BenchOptions, folder: Path, variant: str, index: int, warmup: bool) -> Invocation:
     staging, logs = folder / STAGING, folder / "logs"
-    return [Invocation(rt, k, bench_command(options, rt, k, staging / f"{rt}.{k}.csv", staging / f"{rt}.{k}.meta.json"),
-                       staging / f"{rt}.{k}.csv", staging / f"{rt}.{k}.meta.json",
-                       logs / f"{rt}.{k}.stdout.txt", logs / f"{rt}.{k}.stderr.txt")
-            for k in range(options.invocations) for rt in options.runtimes]
+    stem = f"{variant}.warmup" if warmup else f"{variant}.{index}"
+    csv, meta = staging / f"{stem}.csv", staging / f"{stem}.meta.json"
+    return Invocation(variant, index, bench_command(options, variant, index, csv, meta), csv, meta,
+                      logs / f"{stem}.stdout.txt", logs / f"{stem}.stderr.txt", warmup=warmup)
+
+
+def plan(options: BenchOptions, folder: Path) -> list[Invocation]:
+    """The measured invocations: for K in 0..n-1, every variant in order."""
+    return [_invocation(options, folder, v, k, warmup=False)
+            for k in range(options.invocation_count) for v in options.variant_names]
+
+
+def plan_warmup(options: BenchOptions, folder: Path) -> list[Invocation]:
+    """The discarded warm-up: one invocation of every variant, in order (none with --no-warmup)."""
+    if not options.warmup:
+        return []
+    return [_invocation(options, folder, v, 0, warmup=True) for v in options.variant_names]
 
 
 def finish(options: BenchOptions, folder: Path, invocations: list[Invocation]) -> list[str]:
     """Merge, validate and copy meta; returns warnings for run.json."""
-    from .load import read_bench_csv, read_json_object
-
     warnings: list[str] = []
-    for rt in options.runtimes:
+    for rt in options.variant_names:
         mine = [inv for inv in invocations if inv.runtime == rt]
         target = folder / f"{rt}.csv"
         try:
@@ -487,70 +609,166 @@ def finish(options: BenchOptions, folder: Path, invocations: list[Invocation]) -
 
 
 def constants_warnings(options: BenchOptions) -> list[str]:
-    path = options.root / "runtime" / "bench" / "constants.json"
+    path = options.root / CONSTANTS_FILE
     out = []
-    for rt, binary in options.binaries.items():
+    for base in options.base_runtimes:
+        binary = options.binary(base)
         if binary.is_file() and path.is_file() and path.stat().st_mtime > binary.stat().st_mtime:
-            out.append(f"{path.name} is newer than {binary}: the {rt} binary may embed older constants (rebuild with --build)")
+            out.append(f"{path.name} is newer than {binary}: the {base} binary may embed older constants "
+                       "(rebuild with --build)")
+    if options.profile == "full" and options.invocation_count < MIN_PUBLISHED_INVOCATIONS:
+        out.append(f"{options.invocation_count} invocations per variant: fewer than {MIN_PUBLISHED_INVOCATIONS}, "
+                   "too few for a published run (BENCHMARKS.md); the intervals may cover less than they claim")
     return out
+
+
+def suites_present(options: BenchOptions, invocations: list[Invocation]) -> list[str]:
+    """The suites asked for: the one named, or for `all` those the programs produced rows of."""
+    if options.suite != "all":
+        return [options.suite]
+    seen: set[str] = set()
+    for inv in invocations:
+        with open(inv.csv, encoding="utf-8") as handle:
+            header = handle.readline().rstrip("\r\n").lstrip("\ufeff").split(",")
+            column = header.index("suite")
+            seen.update(line.split(",")[column] for line in handle)
+    return [s for s in schema.SUITES if s in seen]
+
+
+@dataclass
+class _Run:
+    """State of a run in progress, for failed.json."""
+
+    run_id: str
+    folder: Path
+    started: datetime
+    current: Invocation | None = None
 
 
 def run_bench(options: BenchOptions) -> Path:
     """Run everything; return the complete run folder or raise RunFailed (failed.json written)."""
+    variants = load_variants(options.root)
+    unknown = [v for v in options.variant_names if v not in variants]
+    if unknown:
+        raise AnalysisError(f"unknown variant {unknown[0]!r}; variants of {VARIANTS_FILE}: {', '.join(variants)}")
     profile = load_profile(options.root, options.profile)
-    constants, overrides = effective_constants(profile, options.sets, options.workers)
+    constants, overrides = effective_constants(profile, options.sets)
     if options.build:
-        build(options.root, options.runtimes)
+        build(options.root, options.base_runtimes)
     started = utc_now()
     run_id, folder = create_run_dir(options.data_dir, started)
+    state = _Run(run_id, folder, started)
     print(f"run {run_id}: {folder}", flush=True)
-    invocations = plan(options, folder)
-    try:
-        missing = [f"{rt}: {path}" for rt, path in options.binaries.items() if not os.access(path, os.X_OK)]
-        if missing:
-            raise StepFailed("check binaries", f"missing or not executable: {'; '.join(missing)} "
-                             "(build them with --build)")
-        (folder / STAGING).mkdir()
-        (folder / "logs").mkdir()
-        for inv in invocations:
-            run_invocation(inv, options.timeout_s)
-            check_outputs(inv)
-        warnings = finish(options, folder, invocations) + constants_warnings(options)
-    except StepFailed as failure:
-        _record_failure(folder, run_id, started, options, failure)
-        parts = []
-        if failure.runtime:
-            parts.append(failure.runtime if failure.invocation is None
-                         else f"{failure.runtime} invocation {failure.invocation}")
-        if failure.benchmark:
-            parts.append(f"benchmark {failure.benchmark}")
-        where = ", ".join(parts)
-        raise RunFailed(f"run {run_id} failed at step '{failure.step}'" + (f" ({where})" if where else "")
-                        + f": {failure.reason} — see {folder / 'failed.json'}") from None
-    except KeyboardInterrupt:
-        _record_failure(folder, run_id, started, options, StepFailed("interrupted", "interrupted by the user"))
-        raise
-    shutil.rmtree(folder / STAGING, ignore_errors=True)
+    clock = time.monotonic()
+    warmups, invocations = plan_warmup(options, folder), plan(options, folder)
+    with child.interrupts_raise():
+        try:
+            _execute(options, state, warmups, invocations)
+            warnings = finish(options, folder, invocations) + constants_warnings(options)
+            suites = suites_present(options, invocations)
+            with child.signals_deferred():  # complete means complete: run.json is never half-done
+                shutil.rmtree(folder / STAGING, ignore_errors=True)
+                info = run_info(options, state, variants, constants, overrides, suites, warmups, invocations,
+                                warnings)
+                info["elapsed_s"] = round(time.monotonic() - clock, 1)
+                write_json_atomic(folder / "run.json", info)
+        except StepFailed as failure:
+            with child.signals_deferred():
+                _record_failure(options, state, failure)
+            raise RunFailed(_failure_line(state, failure)) from None
+        except (child.Interrupted, KeyboardInterrupt) as exc:
+            with child.signals_deferred():
+                stop = exc if isinstance(exc, child.Interrupted) else child.Interrupted(2)
+                failure = _interrupted(state, stop)
+                _record_failure(options, state, failure)
+            raise RunFailed(_failure_line(state, failure, interrupted=stop.name), exit_code=stop.exit_code) from None
     for message in warnings:
         print(f"warning: {message}", file=sys.stderr, flush=True)
-    info = {
-        "run_id": run_id, "status": "complete", "suites": options.suites, "profile": options.profile,
-        "constants": constants, "overrides": overrides, "constants_source": "runtime/bench/constants.json + overrides",
-        "filters": options.filters, "runtimes": list(options.runtimes), "invocations": options.invocations,
-        "invocation_order": [{"runtime": inv.runtime, "invocation": inv.index} for inv in invocations],
-        "command_line": options.command_line,
-        "bench_commands": {inv.runtime: inv.command for inv in invocations if inv.index == 0},
-        "binaries": {rt: {"path": str(path), "sha256": sha256_of(path)} for rt, path in options.binaries.items()},
-        "git": git_state(options.root), "hostname": socket.gethostname(), "timeout_s": options.timeout_s,
-        "started_utc": iso(started), "ended_utc": iso(utc_now()), "warnings": warnings,
-    }
-    write_json_atomic(folder / "run.json", info)
-    print(f"run complete: {folder}", flush=True)
+    print(f"run complete: {folder} ({info['elapsed_s']:.0f} s)", flush=True)
     return folder
 
 
-def _record_failure(folder: Path, run_id: str, started: datetime, options: BenchOptions, failure: StepFailed) -> None:
+def _execute(options: BenchOptions, state: _Run, warmups: list[Invocation], invocations: list[Invocation]) -> None:
+    missing = [f"{base}: {options.binary(base)}" for base in options.base_runtimes
+               if not os.access(options.binary(base), os.X_OK)]
+    if missing:
+        raise StepFailed("check binaries", f"missing or not executable: {'; '.join(missing)} "
+                         "(build them with --build or python -m analysis build)")
+    (state.folder / STAGING).mkdir()
+    (state.folder / "logs").mkdir()
+    for inv in warmups:
+        state.current = inv
+        try:
+            run_invocation(inv, options.timeout_s)
+        except StepFailed as failure:
+            failure.step = "warm-up"
+            raise
+        inv.csv.unlink(missing_ok=True)
+        inv.meta.unlink(missing_ok=True)
+    for inv in invocations:
+        state.current = inv
+        run_invocation(inv, options.timeout_s)
+        check_outputs(inv, options.worker_counts)
+    state.current = None
+
+
+def _interrupted(state: _Run, stop: child.Interrupted) -> StepFailed:
+    inv = state.current
+    return StepFailed("interrupted", "interrupted", inv.runtime if inv else None,
+                      inv.index if inv and not inv.warmup else None,
+                      bench_name(inv.running) if inv and inv.running else None, signal=stop.name)
+
+
+def _failure_line(state: _Run, failure: StepFailed, interrupted: str | None = None) -> str:
+    inv = state.current
+    parts = []
+    if failure.runtime:
+        parts.append(inv.where if inv is not None and inv.runtime == failure.runtime and failure.step != "merge"
+                     else failure.runtime)
+    if failure.benchmark:
+        parts.append(f"benchmark {failure.benchmark}")
+    where = f" ({', '.join(parts)})" if parts else ""
+    if interrupted:
+        return (f"run {state.run_id} interrupted by {interrupted}{where}; benchmark processes killed, run marked "
+                f"failed — see {state.folder / 'failed.json'}")
+    return (f"run {state.run_id} failed at step '{failure.step}'{where}: {failure.reason} — "
+            f"see {state.folder / 'failed.json'}")
+
+
+def run_info(options: BenchOptions, state: _Run, variants: dict[str, Variant], constants: dict[str, Any],
+             overrides: dict[str, Any], suites: list[str], warmups: list[Invocation],
+             invocations: list[Invocation], warnings: list[str]) -> dict[str, Any]:
+    """The run.json document (data/README.md)."""
+    return {
+        "schema_version": schema.SCHEMA_VERSION, "run_id": state.run_id, "status": "complete",
+        "suites": suites, "profile": options.profile,
+        "constants": constants, "overrides": overrides, "constants_source": f"{CONSTANTS_FILE} + overrides",
+        "filters": options.filters, "runtimes": list(options.variant_names),
+        "variants": {v: variants[v].record() for v in options.variant_names},
+        "workers": list(options.worker_counts), "invocations": options.invocation_count,
+        "warmup": ({"what": WARMUP_NOTE, "discarded": True,
+                    "invocations": [{"runtime": w.runtime, "elapsed_s": w.elapsed_s} for w in warmups]}
+                   if warmups else None),
+        "invocation_order": [{"runtime": inv.runtime, "invocation": inv.index, "elapsed_s": inv.elapsed_s}
+                             for inv in invocations],
+        "command_line": options.command_line,
+        "bench_commands": {inv.runtime: inv.command for inv in invocations if inv.index == 0},
+        "binaries": {base: {"path": str(options.binary(base)), "sha256": sha256_of(options.binary(base))}
+                     for base in options.base_runtimes},
+        "git": git_state(options.root), "hostname": socket.gethostname(), "timeout_s": options.timeout_s,
+        "started_utc": iso(state.started), "ended_utc": iso(utc_now()), "warnings": warnings,
+    }
+
+
+def _record_failure(options: BenchOptions, state: _Run, failure: StepFailed) -> None:
+    """failed.json in place of run.json; staging and merged files removed, logs kept."""
+    folder = state.folder
     shutil.rmtree(folder / STAGING, ignore_errors=True)
-    record = {"run_id": run_id, "status": "failed", **failure.record(), "command_line": options.command_line,
-              "started_utc": iso(started), "failed_utc": iso(utc_now())}
+    for variant in options.variant_names:
+        for name in (f"{variant}.csv", f"{variant}.meta.json"):
+            (folder / name).unlink(missing_ok=True)
+    record = {"run_id": state.run_id, "status": "failed", **failure.record(), "command_line": options.command_line,
+              "started_utc": iso(state.started), "failed_utc": iso(utc_now())}
+    if state.current is not None and state.current.warmup:
+        record["warmup"] = True
     write_json_atomic(folder / "failed.json", record)

@@ -1,6 +1,6 @@
 """Command line: `python -m analysis <command> ...` (argparse).
 
-Commands: compare, runs, diff, bench (analysis/bench.py) and any optional plug-in module
+Commands: compare, runs, diff, bench (analysis/bench.py), build (analysis/build.py) and any optional plug-in module
 listed in PLUGIN_MODULES that exists (e.g. `analysis/report.py`).
 
 Adding a subcommand: write a module with
@@ -80,7 +80,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def _register_runs(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("runs", parents=[common], help="list run folders",
-                       description="List runs with date, host, suites, profile and status.")
+                       description="List runs with date, host, suites, profile, runtimes, worker counts, schema "
+                                   "and status. A run is complete only when every file of it loads: each CSV is "
+                                   "read and validated (invalid: the first problem).")
     p.set_defaults(func=cmd_runs)
 
 
@@ -98,10 +100,11 @@ def cmd_runs(args: argparse.Namespace) -> int:
         started = r["started_utc"].strftime("%Y-%m-%d %H:%M:%S UTC") if r["started_utc"] is not None else "—"
         git = "—" if not r["git_commit"] else str(r["git_commit"])[:10] + ("+dirty" if r["git_dirty"] else "")
         status = r["status"] if not r["reason"] else f"{r['status']}: {r['reason']}"
+        schema = "—" if r["schema_version"] is None else str(int(r["schema_version"]))
         rows.append([r["run_id"], started, r["host"] or "—", r["suites"] or "—", r["profile"] or "—",
-                     r["runtimes"] or "—", git, status])
-    print(box_table(["Run", "Started", "Host", "Suites", "Profile", "Runtimes", "Git", "Status"], rows,
-                    ["l"] * 8))
+                     r["runtimes"] or "—", r["workers"] or "—", schema, git, status])
+    print(box_table(["Run", "Started", "Host", "Suites", "Profile", "Runtimes", "Workers", "Schema", "Git", "Status"],
+                    rows, ["l"] * 10))
     return 0
 
 
@@ -149,9 +152,10 @@ def build_parser() -> argparse.ArgumentParser:
     _register_compare(sub, common)
     _register_runs(sub, common)
     _register_diff(sub, common)
-    from . import bench
+    from . import bench, build
 
     bench.register(sub, common)
+    build.register(sub, common)
     for name in PLUGIN_MODULES:
         if importlib.util.find_spec(name) is not None:
             importlib.import_module(name).register(sub, common)
@@ -170,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except RunFailed as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return exc.exit_code
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130

@@ -39,4 +39,9 @@ class DataError(AnalysisError):
 
 
 class RunFailed(Exception):
-    """The orchestrator could not complete a run (a step failed); CLI exit code 1."""
+    """The orchestrator could not complete a run (a step failed): CLI exit code 1, or
+    `exit_code` (128 + signal number when SIGINT/SIGTERM stopped it)."""
+
+    def __init__(self, message: str, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code

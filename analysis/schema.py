@@ -1,4 +1,4 @@
-"""The data contract in code: CSV columns, value rules, benchmark order and tiers.
+"""The data contract in code: CSV columns (schema 1 and 2), value rules, benchmark order and tiers.
 
 Mirrors data/README.md and runtime/bench/README.md. Everything that depends on the order of
 the CSV columns or on the list of benchmarks reads it from here.
@@ -9,32 +9,55 @@ from __future__ import annotations
 import re
 from typing import Final
 
-#: CSV header, in the exact order the contract requires.
+#: CSV header of schema 2, in the order the programs write it. The loader matches columns by
+#: name, so a file with the same columns in another order reads the same.
 CSV_COLUMNS: Final[tuple[str, ...]] = (
     "runtime", "invocation", "suite", "tier", "benchmark", "param",
-    "iteration", "ops", "elapsed_ns", "alloc_bytes", "alloc_count",
+    "iteration", "ops", "elapsed_ns", "cpu_ns", "workers", "alloc_bytes", "alloc_count",
 )
+#: Columns that schema 2 added (schema 1 files have neither; a schema-2 file has both).
+SCHEMA2_COLUMNS: Final[tuple[str, ...]] = ("cpu_ns", "workers")
+#: Schema 1 header: schema 2 without the columns it added.
+CSV_COLUMNS_V1: Final[tuple[str, ...]] = tuple(c for c in CSV_COLUMNS if c not in SCHEMA2_COLUMNS)
+#: Columns parsed as integers (schema 2; a schema-1 file has those of CSV_COLUMNS_V1).
 INT_COLUMNS: Final[tuple[str, ...]] = (
-    "invocation", "tier", "iteration", "ops", "elapsed_ns", "alloc_bytes", "alloc_count",
+    "invocation", "tier", "iteration", "ops", "elapsed_ns", "cpu_ns", "workers", "alloc_bytes", "alloc_count",
 )
 #: Inclusive lower bound of every integer column.
 INT_MIN: Final[dict[str, int]] = {
-    "invocation": 0, "tier": 0, "iteration": 0, "ops": 1, "elapsed_ns": 1,
+    "invocation": 0, "tier": 0, "iteration": 0, "ops": 1, "elapsed_ns": 1, "cpu_ns": 0, "workers": 0,
     "alloc_bytes": 0, "alloc_count": 0,
 }
+#: Most decimal digits of an integer field (int64 holds every 18-digit number).
+INT_DIGITS_MAX: Final[int] = 18
+#: Schema versions the loader reads (run.json `schema_version`; absent = 1).
+SCHEMA_VERSIONS: Final[tuple[int, ...]] = (1, 2)
+SCHEMA_VERSION: Final[int] = 2
 #: One measured row is identified by these columns; a repeated key is a duplicate row.
-ROW_KEY: Final[tuple[str, ...]] = ("runtime", "invocation", "benchmark", "param", "iteration")
-#: A benchmark (one comparison) is identified by these columns.
-BENCH_KEY: Final[tuple[str, ...]] = ("suite", "tier", "benchmark", "param")
+ROW_KEY: Final[tuple[str, ...]] = ("runtime", "invocation", "benchmark", "param", "workers", "iteration")
+#: A benchmark (one comparison) is identified by these columns. `workers` is <NA> in a schema-1
+#: run: group with `dropna=False`.
+BENCH_KEY: Final[tuple[str, ...]] = ("suite", "tier", "benchmark", "param", "workers")
 
-SUITES: Final[tuple[str, ...]] = ("micro", "echo")
-TIER_RANGE: Final[dict[str, tuple[int, int]]] = {"micro": (0, 4), "echo": (0, 0)}
+SUITES: Final[tuple[str, ...]] = ("micro", "echo", "net")
+TIER_RANGE: Final[dict[str, tuple[int, int]]] = {"micro": (0, 4), "echo": (0, 0), "net": (0, 0)}
+#: Micro-suite tiers that run without a runtime (their rows have workers = 0).
+NO_RUNTIME_TIERS: Final[tuple[int, ...]] = (0, 1, 2)
+#: Worker count of every echo-suite row (the echo topology is a one-worker runtime).
+ECHO_WORKERS: Final[int] = 1
 
-RUNTIME_RE: Final = re.compile(r"[a-z][a-z0-9_]*")
+#: A runtime or runtime variant: `ampere`, `tokio`, `ampere.nospin` (base runtime before the dot).
+RUNTIME_RE: Final = re.compile(r"[a-z][a-z0-9_]*(?:\.[a-z0-9_]+)?")
 BENCHMARK_RE: Final = re.compile(r"[a-z][a-z0-9_]*")
-PARAM_RE: Final = re.compile(r"(?:(?:n|size)=[0-9]+)?")
+PARAM_RE: Final = re.compile(r"(?:(?:n|size|conns)=[0-9]+)?")
 INT_RE: Final = re.compile(r"-?[0-9]+")
 RUN_ID_RE: Final = re.compile(r"(?P<stamp>[0-9]{8}T[0-9]{6}Z)-(?P<host>[A-Za-z0-9._-]+)")
+
+
+def base_runtime(variant: str) -> str:
+    """The runtime a variant runs on: the part before the dot (`ampere.nospin` -> `ampere`)."""
+    return variant.split(".", 1)[0]
+
 
 #: Canonical order of the micro suite, per runtime/bench/README.md.
 MICRO_ORDER: Final[tuple[str, ...]] = (
@@ -48,6 +71,8 @@ MICRO_ORDER: Final[tuple[str, ...]] = (
 ECHO_ORDER: Final[tuple[str, ...]] = (
     "echo_f64", "echo_string_1mib", "echo_bytes_1mib", "echo_bytes_sweep", "echo_shared_sweep",
 )
+NET_ORDER: Final[tuple[str, ...]] = ("tcp_pingpong", "tcp_echo_conns", "tcp_connect", "tcp_stream")
+SUITE_ORDER: Final[dict[str, tuple[str, ...]]] = {"micro": MICRO_ORDER, "echo": ECHO_ORDER, "net": NET_ORDER}
 
 GROUP_TITLES: Final[dict[str, str]] = {
     "micro-0": "Tier 0 — controls (must tie)",
@@ -56,6 +81,7 @@ GROUP_TITLES: Final[dict[str, str]] = {
     "micro-3": "Tier 3 — async, contended",
     "micro-4": "Tier 4 — task scheduling",
     "echo-0": "Echo — batch round trips",
+    "net-0": "Net — TCP over loopback",
 }
 
 #: Tiers whose timings become bimodal when the machine has fewer cores than num_workers.
@@ -86,12 +112,21 @@ def param_sort_value(param: str) -> int:
     return int(param.split("=", 1)[1])
 
 
-def bench_sort_key(suite: str, tier: int, benchmark: str, param: str) -> tuple:
-    """Sort key: micro before echo, tier, canonical order (unknown names last), param value."""
+def bench_sort_key(suite: str, tier: int, benchmark: str, param: str, workers: object = None) -> tuple:
+    """Sort key: micro, echo, net; tier; canonical order (unknown names last); param value;
+    worker count (not recorded = schema 1 first)."""
     suite_rank = SUITES.index(suite) if suite in SUITES else len(SUITES)
-    order = MICRO_ORDER if suite == "micro" else ECHO_ORDER
+    order = SUITE_ORDER.get(suite, ())
     name_rank = order.index(benchmark) if benchmark in order else len(order)
-    return (suite_rank, tier, name_rank, benchmark, param.split("=", 1)[0], param_sort_value(param))
+    return (suite_rank, tier, name_rank, benchmark, param.split("=", 1)[0], param_sort_value(param), _count_or_minus_one(workers))
+
+
+def _count_or_minus_one(workers: object) -> int:
+    """A worker count as an int; -1 for None, NaN or <NA> (not recorded)."""
+    try:
+        return int(workers)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return -1
 
 
 def bench_label(benchmark: str, param: str) -> str:

@@ -68,8 +68,8 @@ class Step:
 
 
 STEPS = [
-    Step("build ampere_bench (ReleaseFast)", [PY, "-m", "ziglang", "build", "bench-build"], None),
-    Step("build tokio_bench (release)", ["cargo", "build", "--release", "--quiet", "--manifest-path", "rust_bench/Cargo.toml"], None),
+    # the one build recipe of the benchmark programs (analysis/build.py)
+    Step("build ampere_bench and tokio_bench (release)", [PY, "-m", "analysis", "build"], None),
     Step("zig build test", [PY, "-m", "ziglang", "build", "test", "--summary", "all"], parse_zig),
     Step("zig build test-tsan", [PY, "-m", "ziglang", "build", "test-tsan", "--summary", "all"], parse_zig),
     Step("cargo test", ["cargo", "test", "--quiet", "--manifest-path", "rust_bench/Cargo.toml"], parse_cargo),

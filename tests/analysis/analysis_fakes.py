@@ -18,7 +18,7 @@ from typing import Iterable
 
 import numpy as np
 
-from analysis.schema import CSV_COLUMNS
+from analysis.schema import CSV_COLUMNS, SCHEMA2_COLUMNS
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -35,19 +35,35 @@ def meta_for(runtime: str, **machine_changes) -> dict:
             "target_cpu": "native", "allocator": "glibc malloc", "machine": {**MACHINE, **machine_changes}}
 
 
+def default_workers(suite: str, tier: int) -> int:
+    """The contract's worker count of a row: 0 for micro Tiers 0-2, 1 for echo, 4 otherwise."""
+    if suite == "micro" and tier <= 2:
+        return 0
+    return 1 if suite == "echo" else 4
+
+
 def rows_for(runtime: str, suite: str, tier: int, benchmark: str, param: str, ops: int,
-             elapsed: Iterable[Iterable[float]], alloc_bytes: int = 0, alloc_count: int = 0) -> list[list]:
-    """CSV rows: `elapsed` is a list per invocation of elapsed_ns per iteration."""
+             elapsed: Iterable[Iterable[float]], alloc_bytes: int = 0, alloc_count: int = 0,
+             workers: int | None = None, cpu_share: float = 1.0) -> list[list]:
+    """Schema-2 CSV rows: `elapsed` is a list per invocation of elapsed_ns per iteration;
+    cpu_ns = cpu_share x elapsed_ns; workers by the contract's rule unless given."""
+    count = default_workers(suite, tier) if workers is None else workers
     out = []
     for invocation, values in enumerate(elapsed):
         for iteration, value in enumerate(values):
             out.append([runtime, invocation, suite, tier, benchmark, param, iteration, ops,
-                        int(round(value)), alloc_bytes, alloc_count])
+                        int(round(value)), int(round(value * cpu_share)), count, alloc_bytes, alloc_count])
     return out
 
 
-def write_csv(path: Path, rows: list[list]) -> None:
-    lines = [",".join(CSV_COLUMNS)] + [",".join(str(v) for v in row) for row in rows]
+def write_csv(path: Path, rows: list[list], schema: int = 2) -> None:
+    """Rows of rows_for as a CSV file; schema=1 drops the cpu_ns and workers columns."""
+    columns = list(CSV_COLUMNS)
+    if schema == 1:
+        keep = [i for i, c in enumerate(CSV_COLUMNS) if c not in SCHEMA2_COLUMNS]
+        columns = [CSV_COLUMNS[i] for i in keep]
+        rows = [[row[i] for i in keep] for row in rows]
+    lines = [",".join(columns)] + [",".join(str(v) for v in row) for row in rows]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
@@ -87,14 +103,14 @@ def standard_rows(runtime: str, speed: dict[str, float] | None = None, seed: int
 def write_run(data_dir: Path, run_id: str = "20261122T101500Z-lab1", runtimes: Iterable[str] = ("ampere", "tokio"),
               rows: dict[str, list[list]] | None = None, meta: dict[str, dict] | None = None,
               info: dict | None = None, complete: bool = True, speed: dict[str, float] | None = None,
-              seed: int = 0) -> Path:
+              seed: int = 0, schema: int = 2) -> Path:
     folder = data_dir / "runs" / run_id
     folder.mkdir(parents=True)
     for rt in runtimes:
         data = (rows or {}).get(rt)
         if data is None:
             data = standard_rows(rt, speed if rt == "ampere" else None, seed)
-        write_csv(folder / f"{rt}.csv", data)
+        write_csv(folder / f"{rt}.csv", data, schema)
         (folder / f"{rt}.meta.json").write_text(json.dumps((meta or {}).get(rt, meta_for(rt))), encoding="utf-8")
     if complete:
         (folder / "run.json").write_text(json.dumps(info if info is not None else run_json(run_id)), encoding="utf-8")
@@ -104,30 +120,39 @@ def write_run(data_dir: Path, run_id: str = "20261122T101500Z-lab1", runtimes: I
 # -- fake benchmark programs ------------------------------------------------------------------
 
 FAKE_BENCH = r'''#!{python}
-"""Fake {runtime}_bench implementing the bench program interface (tests only)."""
+"""Fake {runtime}_bench implementing the bench program interface, schema 2 (tests only)."""
 import argparse, json, os, random, subprocess, sys, time
 
 RUNTIME = "{runtime}"
-COLUMNS = "runtime,invocation,suite,tier,benchmark,param,iteration,ops,elapsed_ns,alloc_bytes,alloc_count"
+COLUMNS = "runtime,invocation,suite,tier,benchmark,param,iteration,ops,elapsed_ns,cpu_ns,workers,alloc_bytes,alloc_count"
 MICRO = [(0, "floor_cas_store", 5.0), (1, "mutex", 12.0), (3, "mutex_contended", 150.0)]
 
-def env(name, default=""):
-    return os.environ.get(f"FAKE_{{name}}_{{RUNTIME}}", os.environ.get(f"FAKE_{{name}}", default))
-
 p = argparse.ArgumentParser()
+p.add_argument("--variant", default=RUNTIME)
 p.add_argument("--suite", default="micro")
 p.add_argument("--quick", action="store_true")
 p.add_argument("--filter", action="append", default=[])
-p.add_argument("--workers", type=int)
+p.add_argument("--workers", default="4")
 p.add_argument("--set", action="append", default=[])
 p.add_argument("--invocation", type=int, default=0)
 p.add_argument("--csv")
 p.add_argument("--meta")
 a = p.parse_args()
+VARIANT = a.variant
+if VARIANT.split(".")[0] != RUNTIME:
+    print(f"error: variant {{VARIANT}} is not a {{RUNTIME}} variant", file=sys.stderr)
+    sys.exit(2)
+
+def env(name, default=""):
+    for key in (f"FAKE_{{name}}_{{VARIANT.replace('.', '_')}}", f"FAKE_{{name}}_{{RUNTIME}}", f"FAKE_{{name}}"):
+        if key in os.environ:
+            return os.environ[key]
+    return default
+
 log = env("LOG")
 if log:
     with open(log, "a") as f:
-        f.write(f"{{RUNTIME}} {{a.invocation}} {{' '.join(sys.argv[1:])}}\n")
+        f.write(f"{{VARIANT}} {{a.invocation}} {{' '.join(sys.argv[1:])}}\n")
 mode = env("MODE", "ok")
 speed = float(env("SPEED", "1.0"))
 iterations = 6
@@ -135,21 +160,34 @@ for item in a.set:
     k, v = item.split("=")
     if k == "iterations":
         iterations = int(v)
-rng = random.Random(hash((RUNTIME, a.invocation)) & 0xffff)
+sweep = [int(w) for w in a.workers.split(",")]
+rng = random.Random(hash((VARIANT, a.invocation)) & 0xffff)
 benches = []
 if a.suite in ("micro", "all"):
-    benches += [("micro", t, n, "", 1000, ns) for t, n, ns in MICRO]
+    for t, n, ns in MICRO:
+        for w in (sweep if t >= 3 else [0]):
+            benches.append(("micro", t, n, "", 1000, ns, w))
 if a.suite in ("echo", "all"):
-    benches += [("echo", 0, "echo_f64", f"n={{n}}", n, 8000.0) for n in (1, 10)]
+    benches += [("echo", 0, "echo_f64", f"n={{n}}", n, 8000.0, 1) for n in (1, 10)]
 benches = [b for b in benches if not a.filter or any(f in b[2] for f in a.filter)]
 rows = []
-for suite, tier, name, param, ops, ns in benches:
+for suite, tier, name, param, ops, ns, workers in benches:
     print(f"# start suite={{suite}} benchmark={{name}} param={{param}}", file=sys.stderr, flush=True)
     if mode == "hang" and name == env("HANG_BENCH", "mutex"):
         child = subprocess.Popen(["sleep", "1000"])
         with open(env("CHILD_PID_FILE", os.devnull), "w") as f:
             f.write(str(child.pid))
         child.wait()
+    if mode == "sleep" and name == "mutex":
+        # keeps writing into the run's staging folder until killed (at most 60 s)
+        with open(env("CHILD_PID_FILE", os.devnull), "w") as f:
+            f.write(str(os.getpid()))
+        with open(a.csv + ".partial", "a") as out:
+            for _ in range(1200):
+                out.write("x\n")
+                out.flush()
+                time.sleep(0.05)
+        sys.exit(3)
     if mode == "fail" and name == "mutex":
         print(f"error: mutex: counter reached 999, expected 1000", file=sys.stderr, flush=True)
         sys.exit(1)
@@ -157,13 +195,18 @@ for suite, tier, name, param, ops, ns in benches:
     for i in range(iterations):
         elapsed = int(ns * ops * speed * (1 + 0.02 * rng.random()))
         times.append(elapsed)
-        rows.append([RUNTIME, a.invocation, suite, tier, name, param, i, ops, elapsed, 0, 0])
+        rows.append([VARIANT, a.invocation, suite, tier, name, param, i, ops, elapsed, elapsed, workers, 0, 0])
     times.sort()
     print(f"# done suite={{suite}} benchmark={{name}} param={{param}} median_ns_per_op={{times[len(times)//2]/ops:.3f}}",
           file=sys.stderr, flush=True)
     print(f"{{name}} {{param}} ok")
 if mode == "badcsv":
     rows[1][8] = "fast"
+if mode == "schema1":  # a program from before contract v2: one worker count, no cpu_ns / workers
+    COLUMNS = COLUMNS.replace(",cpu_ns,workers", "")
+    rows = [r[:9] + r[11:] for r in rows if r[3] < 3 or r[10] == sweep[0]]
+if mode == "noworkers":
+    rows = [r for r in rows if not (r[3] >= 3 and r[10] == sweep[-1])]
 if a.csv and mode != "nocsv":
     tmp = a.csv + ".tmp"
     with open(tmp, "w") as f:
@@ -172,8 +215,9 @@ if a.csv and mode != "nocsv":
             f.write(",".join(str(v) for v in r) + "\n")
     os.replace(tmp, a.csv)
 if a.meta:
-    meta = {{"runtime": RUNTIME, "runtime_version": "0.1.0", "compiler": "fake", "compiler_version": "1",
-            "tokio_version": None, "build_mode": "ReleaseFast", "target_cpu": "native", "allocator": "fake",
+    meta = {{"runtime": RUNTIME, "variant": VARIANT, "variant_settings": {{}}, "runtime_version": "0.1.0",
+            "compiler": "fake", "compiler_version": "1", "tokio_version": None, "build_mode": "ReleaseFast",
+            "target_cpu": "native", "allocator": "fake",
             "machine": {{"hostname": "lab1", "arch": "x86_64", "cpu_model": "Test", "logical_cores": 8,
                          "memory_bytes": 1, "kernel": "k", "os": "o"}}}}
     with open(a.meta + ".tmp", "w") as f:

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 import sys
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
 import analysis.bench as bench
-from analysis import compare, load_run
-from analysis_fakes import cli_env, install_fake_bench, run_cli_subprocess
+import analysis.build as build
+from analysis import load_run
+from analysis_fakes import REPO, cli_env, install_fake_bench, run_cli_subprocess
 
 
 @pytest.fixture
@@ -43,6 +47,11 @@ def log_lines(fakes: dict[str, Path]) -> list[str]:
     return fakes["log"].read_text().splitlines() if fakes["log"].exists() else []
 
 
+def measured_calls(fakes: dict[str, Path]) -> list[list[str]]:
+    """(variant, invocation) of every logged call that was not a warm-up."""
+    return [line.split()[:2] for line in log_lines(fakes) if ".warmup." not in line]
+
+
 def test_parse_progress():
     assert bench.parse_progress("# start suite=micro benchmark=mutex param=\n") == (
         "start", {"suite": "micro", "benchmark": "mutex", "param": ""})
@@ -50,44 +59,90 @@ def test_parse_progress():
     assert kind == "done" and fields["param"] == "n=10" and fields["median_ns_per_op"] == "12.5"
     assert bench.parse_progress("error: mutex: wrong") is None
     assert bench.bench_name({"suite": "echo", "benchmark": "echo_f64", "param": "n=10"}) == "echo/echo_f64 n=10"
+    assert bench.bench_name({"suite": "micro", "benchmark": "task_spawn", "param": "", "workers": "2"}) == \
+        "micro/task_spawn workers=2"
 
 
-def test_alternating_invocations_merged_csv_and_run_json(fakes, cli):
-    code, out, err = cli(*bench_args(fakes, "--invocations", "3", "--filter", "mutex", "--filter", "echo",
-                                     "--set", "iterations=4", "--workers", "2", "--timeout", "60"))
+def test_profile_defaults():
+    full, quick = bench.BenchOptions(), bench.BenchOptions(quick=True)
+    assert full.variant_names == ("ampere", "ampere.nospin", "tokio") and quick.variant_names == ("ampere", "tokio")
+    assert full.invocation_count == bench.DEFAULT_INVOCATIONS["full"] >= bench.MIN_PUBLISHED_INVOCATIONS
+    assert quick.invocation_count == bench.DEFAULT_INVOCATIONS["quick"]
+    assert bench.default_workers("full", 2) == (1, 2, 4) and bench.default_workers("full", 4) == (1, 2, 4)
+    assert bench.default_workers("full", 16) == (1, 2, 4, 16) and bench.default_workers("quick", 16) == (1, 4)
+    assert full.base_runtimes == ("ampere", "tokio")
+    variants = bench.load_variants(REPO)
+    assert {"ampere", "ampere.nospin", "tokio"} <= set(variants)
+    assert variants["ampere.nospin"].runtime == "ampere" and variants["ampere.nospin"].settings == {"spin_before_park_ns": 0}
+
+
+def test_warmup_then_alternating_variants_merged_csv_and_run_json(fakes, cli):
+    code, out, err = cli(*bench_args(fakes, "--runtimes", "ampere,ampere.nospin,tokio", "--invocations", "3",
+                                     "--filter", "mutex", "--filter", "echo", "--set", "iterations=4",
+                                     "--workers", "1,2,4", "--timeout", "60"))
     assert code == 0, err
-    calls = [line.split()[:2] for line in log_lines(fakes)]
-    assert calls == [["ampere", "0"], ["tokio", "0"], ["ampere", "1"], ["tokio", "1"], ["ampere", "2"], ["tokio", "2"]]
-    first = log_lines(fakes)[0]
-    for flag in ("--suite all", "--quick", "--filter mutex", "--filter echo", "--workers 2", "--set iterations=4",
-                 "--invocation 0", "--csv ", "--meta "):
+    lines = log_lines(fakes)
+    # the warm-up: one discarded invocation of every variant, first, in the run's order
+    assert [line.split()[0] for line in lines[:3]] == ["ampere", "ampere.nospin", "tokio"]
+    assert all(".warmup.csv" in line for line in lines[:3]) and not any(".warmup." in line for line in lines[3:])
+    assert measured_calls(fakes) == [[v, str(k)] for k in range(3) for v in ("ampere", "ampere.nospin", "tokio")]
+    first = lines[3]
+    for flag in ("--variant ampere ", "--suite all", "--quick", "--filter mutex", "--filter echo", "--workers 1,2,4",
+                 "--set iterations=4", "--invocation 0", "--csv ", "--meta "):
         assert flag in first
+    assert "--variant ampere.nospin " in lines[4]
     folder = only_run(fakes)
-    assert sorted(p.name for p in folder.iterdir()) == ["ampere.csv", "ampere.meta.json", "logs", "run.json",
-                                                        "tokio.csv", "tokio.meta.json"]
-    text = (folder / "ampere.csv").read_text()
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "ampere.csv", "ampere.meta.json", "ampere.nospin.csv", "ampere.nospin.meta.json", "logs", "run.json",
+        "tokio.csv", "tokio.meta.json"]
+    text = (folder / "ampere.nospin.csv").read_text()
     assert text.count("runtime,invocation") == 1
-    # mutex + mutex_contended + echo_f64 n=1, n=10 with 4 iterations, 3 invocations
-    assert len(text.splitlines()) == 1 + 4 * 4 * 3
+    # mutex + mutex_contended at 3 worker counts + echo_f64 n=1, n=10; 4 iterations, 3 invocations
+    assert len(text.splitlines()) == 1 + (1 + 3 + 2) * 4 * 3
     info = json.loads((folder / "run.json").read_text())
-    assert info["status"] == "complete" and info["run_id"] == folder.name
+    assert info["schema_version"] == 2 and info["status"] == "complete" and info["run_id"] == folder.name
     assert info["suites"] == ["micro", "echo"] and info["profile"] == "quick"
-    assert info["constants"]["iterations"] == 4 and info["constants"]["num_workers"] == 2
-    assert info["constants"]["sync_ops"] == 2000  # from constants.json's quick profile
-    assert info["overrides"] == {"iterations": 4, "num_workers": 2}
-    assert [(o["runtime"], o["invocation"]) for o in info["invocation_order"]][:3] == [("ampere", 0), ("tokio", 0), ("ampere", 1)]
+    assert info["runtimes"] == ["ampere", "ampere.nospin", "tokio"] and info["workers"] == [1, 2, 4]
+    assert info["variants"]["ampere.nospin"] == {"runtime": "ampere", "settings": {"spin_before_park_ns": 0}}
+    assert info["warmup"]["discarded"] is True and "discarded invocation of every variant" in info["warmup"]["what"]
+    assert [w["runtime"] for w in info["warmup"]["invocations"]] == ["ampere", "ampere.nospin", "tokio"]
+    assert all(w["elapsed_s"] > 0 for w in info["warmup"]["invocations"])
+    assert info["constants"]["iterations"] == 4 and info["constants"]["sync_ops"] == 2000  # quick profile
+    assert info["overrides"] == {"iterations": 4}
+    assert [(o["runtime"], o["invocation"]) for o in info["invocation_order"]][:4] == [
+        ("ampere", 0), ("ampere.nospin", 0), ("tokio", 0), ("ampere", 1)]
+    assert all(o["elapsed_s"] > 0 for o in info["invocation_order"]) and info["elapsed_s"] > 0
     assert info["filters"] == ["mutex", "echo"] and info["invocations"] == 3
     assert info["git"] is None or set(info["git"]) == {"commit", "dirty"}
     assert info["started_utc"] <= info["ended_utc"] and info["command_line"][1:3] == ["-m", "analysis"]
-    assert len(info["binaries"]["ampere"]["sha256"]) == 64
+    assert set(info["binaries"]) == {"ampere", "tokio"} and len(info["binaries"]["ampere"]["sha256"]) == 64
+    assert info["bench_commands"]["ampere.nospin"][1:3] == ["--variant", "ampere.nospin"]
     assert (folder / "logs" / "tokio.2.stderr.txt").read_text().startswith("# start suite=micro")
+    assert (folder / "logs" / "tokio.warmup.stderr.txt").is_file()
     # progress streamed as it came
-    assert "[ampere #0] micro/mutex ..." in out and "[tokio #2] echo/echo_f64 n=10 done:" in out
-    assert out.index("[ampere #0] micro/mutex done") < out.index("[tokio #0] micro/mutex ...")
+    assert "[ampere warm-up] micro/mutex ..." in out
+    assert "[ampere.nospin #0] micro/mutex ..." in out and "[tokio #2] echo/echo_f64 n=10 done:" in out
+    assert out.index("[ampere #0] micro/mutex done") < out.index("[ampere.nospin #0] micro/mutex ...")
     run = load_run(str(folder))
-    assert set(run.data["invocation"]) == {0, 1, 2}
-    result = compare(run, n_resamples=200)
-    assert result.compared and len(result.benchmarks) == 4
+    assert run.schema_version == 2 and set(run.data["invocation"]) == {0, 1, 2}
+    contended = run.data[run.data["benchmark"] == "mutex_contended"]
+    assert sorted(contended["workers"].unique()) == [1, 2, 4]
+
+
+def test_quick_defaults_two_variants_two_invocations_sweep(fakes, cli):
+    code, _, err = cli(*bench_args(fakes, "--suite", "micro"))
+    assert code == 0, err
+    assert measured_calls(fakes) == [["ampere", "0"], ["tokio", "0"], ["ampere", "1"], ["tokio", "1"]]
+    info = json.loads((only_run(fakes) / "run.json").read_text())
+    assert info["workers"] == [1, 4] and info["invocations"] == 2 and info["runtimes"] == ["ampere", "tokio"]
+    assert "--workers 1,4" in log_lines(fakes)[0]
+
+
+def test_no_warmup_option(fakes, cli):
+    code, _, err = cli(*bench_args(fakes, "--suite", "micro", "--invocations", "1", "--no-warmup"))
+    assert code == 0, err
+    assert not any(".warmup." in line for line in log_lines(fakes)) and len(log_lines(fakes)) == 2
+    assert json.loads((only_run(fakes) / "run.json").read_text())["warmup"] is None
 
 
 def test_run_json_is_written_last(fakes, cli, monkeypatch):
@@ -114,13 +169,13 @@ def assert_failed(fakes: dict[str, Path], err: str, **expected) -> dict:
     folder = only_run(fakes)
     assert not (folder / "run.json").exists()
     assert not (folder / bench.STAGING).exists()
-    assert not (folder / "ampere.csv").exists() and not (folder / "tokio.csv").exists()
+    assert not [p.name for p in folder.iterdir() if p.suffix == ".csv" or p.name.endswith(".meta.json")]
     failed = json.loads((folder / "failed.json").read_text())
     assert failed["status"] == "failed"
     for key, value in expected.items():
         assert failed[key] == value, (key, failed)
     lines = err.strip().splitlines()
-    assert lines[-1].startswith(f"error: run {folder.name} failed at step '{failed['step']}'")
+    assert lines[-1].startswith(f"error: run {folder.name} ")
     assert "failed.json" in lines[-1]
     return failed
 
@@ -129,32 +184,46 @@ def test_watchdog_kills_the_process_group_and_names_the_benchmark(fakes, cli, mo
     pid_file = tmp_path / "child.pid"
     monkeypatch.setenv("FAKE_MODE_tokio", "hang")
     monkeypatch.setenv("FAKE_CHILD_PID_FILE", str(pid_file))
-    code, out, err = cli(*bench_args(fakes, "--invocations", "2", "--suite", "micro", "--timeout", "1.5"))
+    code, out, err = cli(*bench_args(fakes, "--invocations", "2", "--suite", "micro", "--timeout", "1.5",
+                                     "--no-warmup"))
     assert code == 1
     failed = assert_failed(fakes, err, step="invocation", runtime="tokio", invocation=0, benchmark="micro/mutex")
     assert failed["reason"].startswith("watchdog: no exit after 1.5 s while running micro/mutex")
-    assert "benchmark micro/mutex" in err
-    assert [line.split()[:2] for line in log_lines(fakes)] == [["ampere", "0"], ["tokio", "0"]]
-    child = int(pid_file.read_text())
-    status = Path(f"/proc/{child}/status")
-    assert not status.exists() or "\nState:\tZ" in status.read_text()  # killed with its group
+    assert "failed at step 'invocation' (tokio invocation 0, benchmark micro/mutex)" in err
+    assert measured_calls(fakes) == [["ampere", "0"], ["tokio", "0"]]
+    assert not alive(int(pid_file.read_text()))  # the grandchild died with its group
+
+
+def test_failing_warmup_fails_the_run(fakes, cli, monkeypatch):
+    monkeypatch.setenv("FAKE_MODE_tokio", "fail")
+    code, _, err = cli(*bench_args(fakes))
+    assert code == 1
+    failed = assert_failed(fakes, err, step="warm-up", runtime="tokio", benchmark="micro/mutex", warmup=True)
+    assert failed["reason"] == "exit code 1: error: mutex: counter reached 999, expected 1000"
+    assert "failed at step 'warm-up' (tokio warm-up, benchmark micro/mutex)" in err
+    assert measured_calls(fakes) == []
 
 
 def test_failing_program_leaves_failed_json(fakes, cli, monkeypatch):
     monkeypatch.setenv("FAKE_MODE_ampere", "fail")
-    code, _, err = cli(*bench_args(fakes))
+    code, _, err = cli(*bench_args(fakes, "--no-warmup"))
     assert code == 1
     failed = assert_failed(fakes, err, step="invocation", runtime="ampere", invocation=0, benchmark="micro/mutex")
     assert failed["reason"] == "exit code 1: error: mutex: counter reached 999, expected 1000"
     assert [line.split()[0] for line in log_lines(fakes)] == ["ampere"]  # nothing ran after the failure
 
 
-def test_bad_csv_is_caught_by_validation(fakes, cli, monkeypatch):
-    monkeypatch.setenv("FAKE_MODE_tokio", "badcsv")
+@pytest.mark.parametrize("mode, reason", [
+    ("badcsv", ".staging/tokio.0.csv:3: elapsed_ns: not an integer: 'fast'"),
+    ("schema1", "tokio.0.csv: schema-1 header (no cpu_ns, workers): the program predates data contract v2"),
+    ("noworkers", "tokio.0.csv: mutex_contended ran with workers [1], expected [1, 4] (--workers)"),
+])
+def test_bad_output_is_caught_by_validation(fakes, cli, monkeypatch, mode, reason):
+    monkeypatch.setenv("FAKE_MODE_tokio", mode)
     code, _, err = cli(*bench_args(fakes, "--suite", "micro"))
     assert code == 1
     failed = assert_failed(fakes, err, step="validate", runtime="tokio", invocation=0)
-    assert ".staging/tokio.0.csv:3: elapsed_ns: not an integer: 'fast'" in failed["reason"]
+    assert reason in failed["reason"]
 
 
 def test_program_that_writes_no_csv(fakes, cli, monkeypatch):
@@ -185,41 +254,58 @@ def test_never_overwrites_an_existing_run_folder(fakes, cli, monkeypatch):
     assert [p.name for p in existing.iterdir()] == ["marker.txt"] and log_lines(fakes) == []
 
 
-def test_bad_overrides_are_rejected_before_anything_runs(fakes, cli):
-    code, _, err = cli(*bench_args(fakes, "--set", "no_such_constant=3"))
-    assert code == 2 and err == "error: --set 'no_such_constant=3': unknown constant 'no_such_constant'\n"
-    code, _, err = cli(*bench_args(fakes, "--set", "echo_batch_sizes=1,x"))
-    assert code == 2 and "expected comma-separated non-negative integers" in err
-    code, _, err = cli(*bench_args(fakes, "--runtimes", "ampere,go"))
-    assert code == 2 and "--runtimes" in err
+@pytest.mark.parametrize("args, message", [
+    (["--set", "no_such_constant=3"], "error: --set 'no_such_constant=3': unknown constant 'no_such_constant'"),
+    (["--set", "echo_batch_sizes=1,x"], "expected comma-separated non-negative integers"),
+    (["--runtimes", "ampere,go"], "error: --runtimes 'ampere,go': unknown variant 'go'; variants of "
+                                  "runtime/bench/variants.json: ampere, ampere.nospin, tokio"),
+    (["--runtimes", "tokio,tokio"], "expected distinct names"),
+    (["--workers", "1,0"], "error: --workers '1,0': expected comma-separated positive integers"),
+    (["--workers", "2,2"], "a worker count appears twice"),
+    (["--invocations", "0"], "--invocations must be >= 1"),
+])
+def test_bad_options_are_rejected_before_anything_runs(fakes, cli, args, message):
+    code, _, err = cli(*bench_args(fakes, *args))
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
     assert not (fakes["data"] / "runs").exists() and log_lines(fakes) == []
 
 
 def test_build_failure_names_the_step(fakes, cli, monkeypatch):
-    steps = [("fake compile", [sys.executable, "-c", "import sys; sys.exit(3)"])]
-    monkeypatch.setattr(bench, "build_steps", lambda root, runtimes: steps)
+    steps = [build.BuildStep("ampere", "fake compile", "fake", [sys.executable, "-c", "import sys; sys.exit(3)"])]
+    monkeypatch.setattr(build, "build_steps", lambda root, runtimes: steps)
     code, _, err = cli(*bench_args(fakes, "--build"))
     assert code == 1 and err.strip().splitlines()[-1] == "error: build step 'fake compile' failed (exit code 3)"
     assert not (fakes["data"] / "runs").exists()
-    steps[0] = ("no such tool", ["/nonexistent/tool"])
+    steps[0] = build.BuildStep("ampere", "no such tool", "fake", ["/nonexistent/tool"])
     code, _, err = cli(*bench_args(fakes, "--build"))
     assert code == 1 and "build step 'no such tool' failed" in err
 
 
-def test_build_steps_only_for_selected_runtimes():
-    names = [name for name, _ in bench.build_steps(bench.REPO_ROOT, ("tokio",))]
-    assert names == ["cargo build --release"]
-    cmd = dict(bench.build_steps(bench.REPO_ROOT, ("ampere", "tokio")))
+def test_one_build_recipe():
+    """Makefile, bench --build, zig build compare and test_all.py all build through analysis/build.py."""
+    steps = build.build_steps(build.REPO_ROOT, ("tokio",))
+    assert [s.name for s in steps] == ["cargo build --release"]
+    cmd = {s.name: s.command for s in build.build_steps(build.REPO_ROOT)}
     assert cmd["zig build bench-build"][-3:] == ["ziglang", "build", "bench-build"]
-    assert cmd["cargo build --release"][-2:] == ["--manifest-path", str(bench.REPO_ROOT / "rust_bench" / "Cargo.toml")]
+    assert cmd["cargo build --release"][-2:] == ["--manifest-path", str(build.REPO_ROOT / "rust_bench" / "Cargo.toml")]
+    sources = {path: (REPO / path).read_text() for path in ("Makefile", "build.zig", "scripts/test_all.py",
+                                                            "analysis/bench.py", "tests/e2e/conftest.py")}
+    for path, text in sources.items():
+        assert "cargo build" not in text and "build bench-build" not in text, path
+        if path != "build.zig":  # build.zig defines the step; everyone else calls analysis/build.py
+            assert '"bench-build"' not in text, path
+    assert "$(PY) -m analysis build" in sources["Makefile"]
+    assert '"bench", "--build", "--compare"' in sources["build.zig"] and "cargo" not in sources["build.zig"]
+    assert '"-m", "analysis", "build"' in sources["scripts/test_all.py"]
 
 
-def test_one_runtime_run_then_describe(fakes, cli):
-    code, _, err = cli(*bench_args(fakes, "--runtimes", "ampere", "--invocations", "2", "--suite", "micro"))
+def test_one_variant_run(fakes, cli):
+    code, _, err = cli(*bench_args(fakes, "--runtimes", "ampere.nospin", "--invocations", "2", "--suite", "micro"))
     assert code == 0, err
     info = json.loads((only_run(fakes) / "run.json").read_text())
-    assert info["runtimes"] == ["ampere"] and info["suites"] == ["micro"]
-    assert not compare(str(only_run(fakes)), n_resamples=200).compared
+    assert info["runtimes"] == ["ampere.nospin"] and info["suites"] == ["micro"]
+    assert list(info["binaries"]) == ["ampere"]
+    assert load_run(str(only_run(fakes))).runtimes == ("ampere.nospin",)
 
 
 def test_bench_compare_end_to_end_in_a_subprocess(fakes):
@@ -229,3 +315,94 @@ def test_bench_compare_end_to_end_in_a_subprocess(fakes):
     out = done.stdout
     assert "run complete:" in out and out.index("run complete:") < out.index("Tier 0 — controls")
     assert "ampere +2.0x" in out and "Traceback" not in done.stderr
+
+
+# -- children die with the orchestrator (issue 11 item 8) ---------------------------------------
+
+def alive(pid: int) -> bool:
+    """True while the process exists and is not a zombie."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return "\nState:\tZ" not in status
+
+
+def wait_for(predicate, timeout_s: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+def start_sleeping_run(fakes: dict[str, Path], tmp_path: Path) -> tuple[subprocess.Popen, int, Path]:
+    """An orchestrator whose ampere program sleeps in micro/mutex, writing into .staging/;
+    returns once the orchestrator has reported that benchmark as running."""
+    pid_file = tmp_path / "child.pid"
+    env = cli_env(FAKE_LOG=str(fakes["log"]), FAKE_MODE_ampere="sleep", FAKE_CHILD_PID_FILE=str(pid_file),
+                  PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen([sys.executable, "-m", "analysis", *bench_args(fakes, "--suite", "micro", "--no-warmup")],
+                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    for line in proc.stdout:  # the orchestrator has seen the program start micro/mutex
+        if "[ampere #0] micro/mutex ..." in line:
+            break
+    else:
+        pytest.fail(f"the orchestrator never reported micro/mutex: {proc.communicate(timeout=30)}")
+    assert wait_for(lambda: pid_file.exists() and pid_file.read_text().strip()), "the fake program never started"
+    child_pid = int(pid_file.read_text())
+    partial = next((fakes["data"] / "runs").glob(f"*/{bench.STAGING}/ampere.0.csv.partial"))
+    assert wait_for(lambda: partial.exists() and partial.stat().st_size > 0)
+    return proc, child_pid, partial
+
+
+def test_kill_9_of_the_orchestrator_leaves_no_orphan(fakes, tmp_path):
+    proc, child_pid, partial = start_sleeping_run(fakes, tmp_path)
+    assert alive(child_pid)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=30)
+    assert wait_for(lambda: not alive(child_pid), 10), "the benchmark program outlived a kill -9 of its parent"
+    size = partial.stat().st_size
+    time.sleep(0.3)
+    assert partial.stat().st_size == size, "something is still writing into .staging/"
+    folder = only_run(fakes)
+    assert not (folder / "run.json").exists()  # correctly incomplete
+
+
+@pytest.mark.parametrize("sig, code, name", [(signal.SIGINT, 130, "SIGINT"), (signal.SIGTERM, 143, "SIGTERM")])
+def test_interrupt_stops_the_whole_run_cleanly(fakes, tmp_path, sig, code, name):
+    proc, child_pid, _ = start_sleeping_run(fakes, tmp_path)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == code, err
+    assert not alive(child_pid)
+    failed = assert_failed(fakes, err, step="interrupted", reason="interrupted", signal=name, runtime="ampere",
+                           invocation=0, benchmark="micro/mutex")
+    assert failed["reason"] == "interrupted"
+    lines = err.strip().splitlines()
+    assert len([line for line in lines if line.startswith("error:")]) == 1
+    assert lines[-1].startswith(f"error: run {only_run(fakes).name} interrupted by {name} (ampere invocation 0, "
+                                "benchmark micro/mutex)")
+    assert "Traceback" not in err
+    assert measured_calls(fakes) == [["ampere", "0"]]  # nothing ran after the interrupt
+
+
+# -- local runs stay untracked (issue 16 item 5) -----------------------------------------------
+
+def git(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True)
+
+
+def test_local_runs_are_ignored_and_reference_runs_tracked():
+    if git("rev-parse", "--git-dir").returncode != 0:
+        pytest.skip("not a git checkout")
+    local = "data/runs/20991231T235959Z-somehost/ampere.csv"
+    assert git("check-ignore", "-q", local).returncode == 0, "a local run folder would show up as untracked"
+    assert git("check-ignore", "-q", "data/runs/20991231T235959Z-somehost/run.json").returncode == 0
+    tracked = git("ls-files", "data/runs").stdout.split()
+    references = sorted({path.split("/")[2] for path in tracked})
+    assert "20261122T034801Z-vm" in references
+    for run_id in references:  # every committed reference run is allow-listed, so new files in it show up
+        assert git("check-ignore", "-q", f"data/runs/{run_id}/run.json").returncode == 1, run_id

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from analysis.render import ANSI, use_color
-from analysis_fakes import REPO, cli_env, write_run, run_cli_subprocess
+from analysis_fakes import REPO, cli_env, run_cli_subprocess, run_json, write_run
 
 REQUIRED_TOP = {"run_id", "baseline", "candidate", "tie_band", "confidence", "benchmarks", "summary"}
 REQUIRED_BENCH = {"suite", "tier", "benchmark", "param", "ns_per_op", "ns_per_op_ci", "ratio", "ratio_ci",
@@ -36,6 +36,20 @@ def test_runs_lists_every_folder(tmp_path, cli):
     assert "failed: invocation: exit code 1: boom" in body
     assert "incomplete" in body
     assert body.index("lab1") < body.index("lab2") < body.index("lab3")
+
+
+def test_runs_validates_every_csv(tmp_path, cli):
+    """Regression (issue 11 item 6): a run with a corrupt CSV was listed as complete."""
+    data = tmp_path / "data"
+    write_run(data, "20261122T100000Z-lab1", info=run_json("20261122T100000Z-lab1", schema_version=2, workers=[1, 2, 4]))
+    bad = write_run(data, "20261122T110000Z-lab2")
+    (bad / "ampere.csv").write_text((bad / "ampere.csv").read_text().replace(",1000000,", ",lots,", 1))
+    code, out, err = cli("runs", "--data-dir", data)
+    assert code == 0 and err == ""
+    lines = [line for line in out.splitlines() if "lab" in line]
+    assert "complete" in lines[0] and "1,2,4" in lines[0] and "│ 2 " in lines[0]
+    assert f"invalid: {bad}/ampere.csv:2: ops: not an integer: 'lots'" in lines[1]
+    assert "Workers" in out and "Schema" in out
 
 
 def test_runs_with_no_runs(tmp_path, cli):

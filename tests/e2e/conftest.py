@@ -22,10 +22,7 @@ BINARIES = {
     "ampere": REPO / "zig-out" / "bin" / "ampere_bench",
     "tokio": REPO / "rust_bench" / "target" / "release" / "tokio_bench",
 }
-BUILD_HINT = {
-    "ampere": ".venv/bin/python -m ziglang build bench-build",
-    "tokio": "cargo build --release --manifest-path rust_bench/Cargo.toml",
-}
+BUILD_HINT = ".venv/bin/python -m analysis build"
 FORMATS = ("json", "csv", "markdown", "table")
 #: Seconds any one step may take before the session gives up on it (the quick profile needs ~5 s).
 STEP_TIMEOUT_S = 600
@@ -96,7 +93,7 @@ def _run(*args: str) -> Step:
 def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Pipeline:
     root = tmp_path_factory.mktemp("e2e")
     result = Pipeline(root=root, data_dir=root / "data", reports_dir=root / "reports")
-    missing = [f"{rt}: {path} (build it with `{BUILD_HINT[rt]}`, or run `make test`, which builds both)"
+    missing = [f"{rt}: {path} (build it with `{BUILD_HINT}`, or run `make test`, which builds both)"
                for rt, path in BINARIES.items() if not os.access(path, os.X_OK)]
     if missing:
         result.problem = "benchmark binary missing: " + "; ".join(missing)

@@ -31,11 +31,13 @@ from pathlib import Path
 
 import pytest
 
+from analysis.report import NOTEBOOKS
+
 CHROMIUM = Path("/usr/bin/chromium")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--no-first-run", "--disable-sync"]
 WINDOW = (1400, 4000)
-PAGES = ("index", "overview", "distributions", "echo", "history")
+PAGES = ("index", *NOTEBOOKS)  # the report's pages (analysis.report.NOTEBOOKS)
 BROWSER_TIMEOUT_S = 180
 PROBE_ID = "ampere-probe"
 PROBE = """<script>

@@ -8,11 +8,14 @@ import csv
 import io
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
+from analysis.report import NOTEBOOKS  # every page the report renders, in order
 from analysis.schema import CSV_COLUMNS
 
-NOTEBOOKS = ("overview", "distributions", "echo", "history")
+REPO = Path(__file__).resolve().parents[2]
 CONTROLS = ("floor_cas_store", "floor_fetch_add")
 TOP_FIELDS = {"run_id", "baseline", "candidate", "tie_band", "confidence", "benchmarks", "summary"}
 BENCH_FIELDS = {"suite", "tier", "benchmark", "param", "ns_per_op", "ns_per_op_ci", "ratio", "ratio_ci",
@@ -32,13 +35,43 @@ def test_bench_records_a_complete_quick_run(pipeline):
     info = json.loads((run / "run.json").read_text())
     assert (info["status"], info["profile"], sorted(info["suites"]), info["invocations"]) == (
         "complete", "quick", ["echo", "micro"], 2)
+    assert info["schema_version"] == 2 and info["runtimes"] == ["ampere", "tokio"] and info["workers"] == [1, 4]
+    assert [w["runtime"] for w in info["warmup"]["invocations"]] == ["ampere", "tokio"]
+    assert (run / "logs" / "ampere.warmup.stderr.txt").is_file()
     for runtime in ("ampere", "tokio"):
         with open(run / f"{runtime}.csv", newline="") as handle:
             rows = list(csv.DictReader(handle))
         assert rows and list(rows[0]) == list(CSV_COLUMNS)
         assert {r["invocation"] for r in rows} == {"0", "1"}
         assert set(CONTROLS) <= {r["benchmark"] for r in rows if r["tier"] == "0" and r["suite"] == "micro"}
+        assert all(int(r["cpu_ns"]) > 0 for r in rows), f"{runtime}: a row without CPU time"
+        by_tier = {(r["suite"], r["tier"], r["workers"]) for r in rows}
+        assert {w for suite, tier, w in by_tier if suite == "micro" and tier in ("0", "1", "2")} == {"0"}
+        assert {w for suite, tier, w in by_tier if suite == "echo"} == {"1"}
+        swept = {(r["benchmark"], r["workers"]) for r in rows if r["suite"] == "micro" and r["tier"] in ("3", "4")}
+        assert swept and all({(b, "1"), (b, "4")} <= swept for b, _ in swept), "Tiers 3-4 must run at 1 and 4 workers"
+    meta = json.loads((run / "ampere.meta.json").read_text())
+    assert meta["runtime"] == "ampere" and meta.get("variant", "ampere") == "ampere"
     assert "run complete:" in pipeline.bench.stdout
+
+
+def test_variant_runs_end_to_end(pipeline, tmp_path):
+    """ampere.nospin through the real program: its own CSV and meta, rows labelled with it."""
+    pipeline.require("bench")
+    data = tmp_path / "data"
+    done = subprocess.run([sys.executable, "-m", "analysis", "bench", "--quick", "--runtimes", "ampere.nospin",
+                           "--invocations", "1", "--suite", "micro", "--filter", "task_spawn", "--workers", "2",
+                           "--data-dir", str(data)], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    run = next((data / "runs").iterdir())
+    meta = json.loads((run / "ampere.nospin.meta.json").read_text())
+    assert meta["runtime"] == "ampere" and meta["variant"] == "ampere.nospin"
+    assert meta["variant_settings"] == {"spin_before_park_ns": 0}
+    with open(run / "ampere.nospin.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert rows and {r["runtime"] for r in rows} == {"ampere.nospin"} and {r["workers"] for r in rows} == {"2"}
+    info = json.loads((run / "run.json").read_text())
+    assert info["variants"] == {"ampere.nospin": {"runtime": "ampere", "settings": {"spin_before_park_ns": 0}}}
 
 
 def test_compare_json_has_the_contract_fields(pipeline):
