@@ -59,9 +59,9 @@
 //! receivers, async-channel's). When the last sender goes the channel closes: receivers drain
 //! what is queued and then get `error.Closed`. When the last receiver goes the channel closes
 //! and drains itself: sends fail with `error.Closed` and hand the value back, and the values
-//! left in the ring are released (owned values, `common.Ownership`; plain data needs
-//! nothing). The last handle of either kind frees the state, releasing any value that a send
-//! in flight wrote after that drain. A future refers to the state, not to its handle: the
+//! left in the ring are popped and released (owned values, `common.Ownership`; plain data is
+//! dropped), as Tokio's receiver drains its channel. The last handle of either kind frees the
+//! state, releasing any value that a send in flight wrote after that drain. A future refers to the state, not to its handle: the
 //! handle may move, but it must stay alive (not `deinit`) until its futures complete or are
 //! cancelled; the last handle's `deinit` asserts that no future is still waiting.
 //!
