@@ -114,5 +114,6 @@ fn benchModule(
     });
     module.addImport("ampere", ampere);
     module.addAnonymousImport("constants.json", .{ .root_source_file = b.path("runtime/bench/constants.json") });
+    module.addAnonymousImport("variants.json", .{ .root_source_file = b.path("runtime/bench/variants.json") });
     return module;
 }

@@ -1,12 +1,13 @@
 //! Records facts the metadata JSON needs at build time: the rustc version, the Tokio version
 //! locked in Cargo.lock, and the rustflags this build really got (so a build that missed the
 //! repository's `.cargo/config.toml` says so in its metadata instead of claiming native).
-//! Rebuilds when constants.json changes (it is include_str!'d).
+//! Rebuilds when constants.json or variants.json changes (both are include_str!'d).
 
 use std::process::Command;
 
 fn main() {
     println!("cargo:rerun-if-changed=../runtime/bench/constants.json");
+    println!("cargo:rerun-if-changed=../runtime/bench/variants.json");
     println!("cargo:rerun-if-changed=Cargo.lock");
     println!("cargo:rerun-if-changed=build.rs");
 

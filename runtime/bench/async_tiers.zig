@@ -1,9 +1,9 @@
 //! Tiers 3–4 of the micro suite on `ampere.Runtime`, mirroring rust_bench/src/async_tiers.rs.
 //!
-//! Topology: one runtime with `num_workers` workers, built once per process outside timing
-//! (`harness.Runtimes`). Each benchmark runs as a driver task: `rt.spawn(driver)` from the
-//! main thread, then `rt.blockOn(join handle)` (Tokio: `rt.block_on(async {
-//! tokio::spawn(driver).await })`). The driver runs warmup and measured iterations and takes
+//! Topology: one runtime per worker count of the sweep, with the variant's options, built
+//! outside timing (`harness.Runtimes`). Each benchmark runs as a driver task:
+//! `rt.spawn(driver)` from the main thread, then `rt.blockOn(join handle)` (Tokio:
+//! `rt.block_on(async { tokio::spawn(driver).await })`). The driver runs warmup and measured iterations and takes
 //! the timestamps from before the first spawn to after the last join (`Mark`).
 //!
 //! Zig has no async/await, so every task is a hand-written future, and the driver is one

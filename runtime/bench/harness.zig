@@ -10,9 +10,19 @@
 //! Allocation counting: one `CountingAllocator` around `SystemAllocator` (glibc malloc, called
 //! like Rust's `System`)
 //! serves the whole program — harness, runtime and primitives — like the Rust side's
-//! `#[global_allocator]`. `Mark.start` resets its counters and then reads the clock; `stop`
-//! reads the clock and then the counters, after every task of the iteration has been joined
-//! (the join gives the happens-before edge from the workers' increments to the read).
+//! `#[global_allocator]`.
+//!
+//! The bracket, in this order on both sides (rust_bench/src/alloc.rs):
+//!
+//!     Mark.start: reset the allocation counters → read CLOCK_PROCESS_CPUTIME_ID → read CLOCK_MONOTONIC
+//!     ... the timed region ...
+//!     Mark.stop:  read CLOCK_MONOTONIC → read CLOCK_PROCESS_CPUTIME_ID → read the allocation counters
+//!
+//! The wall-clock region nests inside the CPU-clock region, so the CPU clock's reads (a
+//! system call each, not a vDSO read) are outside the wall time; the CPU time includes the
+//! two monotonic reads and part of each CPU-clock call. `stop` runs after every task of the
+//! iteration has been joined (the join gives the happens-before edge from the workers'
+//! counter increments to the read).
 
 const std = @import("std");
 const ampere = @import("ampere");
@@ -24,6 +34,8 @@ pub const CountingAllocator = ampere.CountingAllocator;
 /// One measured iteration (or echo batch).
 pub const Sample = struct {
     elapsed_ns: u64,
+    /// Process CPU time (user + system, all threads) consumed during the iteration.
+    cpu_ns: u64,
     alloc_bytes: u64,
     alloc_count: u64,
 };
@@ -35,21 +47,40 @@ pub fn monotonicNs() u64 {
     return @as(u64, @intCast(ts.sec)) * std.time.ns_per_s + @as(u64, @intCast(ts.nsec));
 }
 
-/// The start of a timed region.
+/// CLOCK_PROCESS_CPUTIME_ID in nanoseconds: CPU time (user + system) of every thread of the
+/// process, living and exited. glibc serves it with a system call (the vDSO has only the
+/// wall clocks); the kernel sums the threads' accounted run time, which for a thread running
+/// on another CPU lags by up to one scheduler tick (README.md, "CPU time").
+pub fn processCpuNs() u64 {
+    const ts = std.posix.clock_gettime(.PROCESS_CPUTIME_ID) catch @panic("CLOCK_PROCESS_CPUTIME_ID is unavailable");
+    return @as(u64, @intCast(ts.sec)) * std.time.ns_per_s + @as(u64, @intCast(ts.nsec));
+}
+
+/// The start of a timed region (the order of the reads is in the module comment).
 pub const Mark = struct {
     counting: *CountingAllocator,
+    started_cpu_ns: u64,
     started_ns: u64,
 
     pub inline fn start(counting: *CountingAllocator) Mark {
         counting.reset();
-        return .{ .counting = counting, .started_ns = monotonicNs() };
+        const started_cpu_ns = processCpuNs();
+        return .{ .counting = counting, .started_cpu_ns = started_cpu_ns, .started_ns = monotonicNs() };
     }
 
     pub inline fn stop(self: Mark) Sample {
         const now_ns = monotonicNs();
+        const now_cpu_ns = processCpuNs();
         const counts = self.counting.snapshot();
-        // Clamped to 1 like the Rust side, so the CSV contract (elapsed_ns > 0) always holds.
-        return .{ .elapsed_ns = @max(now_ns - self.started_ns, 1), .alloc_bytes = counts.bytes, .alloc_count = counts.count };
+        return .{
+            // Clamped to 1 like the Rust side, so the CSV contract (elapsed_ns > 0) always holds.
+            .elapsed_ns = @max(now_ns - self.started_ns, 1),
+            // The process CPU clock never goes back (exited threads' time stays in the sum);
+            // saturating all the same, so a kernel quirk cannot wrap it to 2^64.
+            .cpu_ns = now_cpu_ns -| self.started_cpu_ns,
+            .alloc_bytes = counts.bytes,
+            .alloc_count = counts.count,
+        };
     }
 };
 
@@ -76,13 +107,16 @@ pub const Case = struct {
     /// Echo only: batch size and payload size; 0 in the micro suite.
     n: u64 = 0,
     size: u64 = 0,
+    /// Worker threads of the runtime the case runs on (the CSV `workers` column): 0 for
+    /// Tiers 0–2 (no runtime), the sweep's count for Tiers 3–4 (`withWorkers`), 1 for echo.
+    workers: u64 = 0,
 
     pub fn micro(tier: u8, name: []const u8, ops: u64) Case {
         return .{ .suite = "micro", .tier = tier, .name = name, .ops = ops };
     }
 
     pub fn echo(name: []const u8, comptime param_format: []const u8, param_value: u64, n: u64, size: u64) Case {
-        var case = Case{ .suite = "echo", .tier = 0, .name = name, .ops = n, .n = n, .size = size };
+        var case = Case{ .suite = "echo", .tier = 0, .name = name, .ops = n, .n = n, .size = size, .workers = 1 };
         const text = std.fmt.bufPrint(&case.param_buffer, param_format, .{param_value}) catch unreachable; // u64 fits
         case.param_len = text.len;
         return case;
@@ -92,6 +126,19 @@ pub const Case = struct {
         return self.param_buffer[0..self.param_len];
     }
 
+    /// Whether the case runs on the micro suite's runtime (Tiers 3–4: the worker sweep).
+    pub fn swept(self: *const Case) bool {
+        return std.mem.eql(u8, self.suite, "micro") and self.tier >= 3;
+    }
+
+    /// The Tier 3–4 case at `workers` workers.
+    pub fn withWorkers(self: Case, workers: u64) Case {
+        std.debug.assert(self.swept() and workers >= 1);
+        var case = self;
+        case.workers = workers;
+        return case;
+    }
+
     /// `suite tier benchmark param` (no trailing space when param is empty).
     pub fn writeListLine(self: *const Case, out: *std.Io.Writer) std.Io.Writer.Error!void {
         try out.print("{s} {d} {s}", .{ self.suite, self.tier, self.name });
@@ -99,10 +146,12 @@ pub const Case = struct {
         try out.writeByte('\n');
     }
 
-    /// Key in the summary JSON: `name` or `name[param]`.
-    pub fn writeKey(self: *const Case, out: *std.Io.Writer) std.Io.Writer.Error!void {
+    /// Key in the summary JSON: `name` or `name[param]`, and `@w<workers>` for a Tier 3–4
+    /// case when the run sweeps more than one worker count (`sweep`).
+    pub fn writeKey(self: *const Case, out: *std.Io.Writer, sweep: bool) std.Io.Writer.Error!void {
         try out.writeAll(self.name);
         if (self.param_len > 0) try out.print("[{s}]", .{self.param()});
+        if (sweep and self.swept()) try out.print("@w{d}", .{self.workers});
     }
 };
 
@@ -112,12 +161,16 @@ pub const Outcome = struct {
     samples: []const Sample,
     stats: Stats,
 
-    /// Computes the statistics; `scratch` holds a copy of the elapsed times during the call.
+    /// Computes the statistics; `scratch` holds a copy of the elapsed (then CPU) times during
+    /// the call.
     pub fn init(case: Case, samples: []const Sample, scratch: std.mem.Allocator) error{OutOfMemory}!Outcome {
         const values = try scratch.alloc(u64, samples.len);
         defer scratch.free(values);
         for (samples, values) |s, *v| v.* = s.elapsed_ns;
-        return .{ .case = case, .samples = samples, .stats = Stats.of(case.ops, samples, median(values)) };
+        const median_ns = median(values);
+        for (samples, values) |s, *v| v.* = s.cpu_ns;
+        const median_cpu_ns = median(values);
+        return .{ .case = case, .samples = samples, .stats = Stats.of(case.ops, samples, median_ns, median_cpu_ns) };
     }
 };
 
@@ -127,11 +180,14 @@ pub const Stats = struct {
     min_ns: u64,
     ns_per_op: f64,
     ops_per_sec: f64,
+    median_cpu_ns: u64,
+    cpu_ns_per_op: f64,
     bytes_per_op: f64,
     allocs_per_op: f64,
 
-    /// `median_ns` is the median of the samples' elapsed times (see `median`).
-    pub fn of(ops: u64, samples: []const Sample, median_ns: u64) Stats {
+    /// `median_ns` and `median_cpu_ns` are the medians of the samples' elapsed and CPU times
+    /// (see `median`).
+    pub fn of(ops: u64, samples: []const Sample, median_ns: u64, median_cpu_ns: u64) Stats {
         std.debug.assert(ops > 0);
         var min_ns: u64 = std.math.maxInt(u64);
         var bytes: u128 = 0;
@@ -148,6 +204,8 @@ pub const Stats = struct {
             .min_ns = if (samples.len == 0) 0 else min_ns,
             .ns_per_op = ns_per_op,
             .ops_per_sec = if (ns_per_op > 0) 1e9 / ns_per_op else 0,
+            .median_cpu_ns = median_cpu_ns,
+            .cpu_ns_per_op = @as(f64, @floatFromInt(median_cpu_ns)) / ops_f,
             .bytes_per_op = meanOf(bytes, samples.len) / ops_f,
             .allocs_per_op = meanOf(count, samples.len) / ops_f,
         };
@@ -172,13 +230,17 @@ fn meanOf(sum: u128, count: usize) f64 {
 
 pub const Error = error{BenchmarkFailed};
 
-/// The runtimes of the process, each built on first use (never inside a timed region) and
-/// reused by every benchmark, like the Rust side's: `micro` with `num_workers` workers for
-/// Tiers 3–4, `echo` with 1 worker for the echo suite. They allocate through `allocator`
-/// (the counting allocator).
+/// The runtimes of the process, each built on first use (never inside a timed region), like
+/// the Rust side's: `micro` for Tiers 3–4 with the case's worker count — replaced by a fresh
+/// runtime when the count changes (the worker sweep) — and `echo` with 1 worker for the echo
+/// suite. Both get `options` (the variant's settings; `workers` is set per runtime) and
+/// allocate through `allocator` (the counting allocator).
 pub const Runtimes = struct {
     allocator: std.mem.Allocator,
+    /// `Runtime.Options` of the selected variant (ampere's defaults unless main sets them).
+    options: ampere.Runtime.Options = .{},
     micro: ?*ampere.Runtime = null,
+    micro_workers: u64 = 0,
     echo: ?*ampere.Runtime = null,
 
     pub fn deinit(self: *Runtimes) void {
@@ -205,23 +267,34 @@ pub const Ctx = struct {
     /// Needed by Tier 3–4 and echo benchmarks only.
     runtimes: ?*Runtimes = null,
 
-    /// The micro-suite runtime (`num_workers` workers), built on first use.
+    /// The micro-suite runtime with the case's worker count (a case built without one, in a
+    /// unit test, gets `num_workers`), built on first use; a runtime of another count is
+    /// shut down first, so every count of the sweep starts on a fresh runtime.
     pub fn microRuntime(self: *Ctx) Error!*ampere.Runtime {
         const runtimes = self.runtimes orelse return self.fail("no runtime available", .{});
-        if (runtimes.micro == null) runtimes.micro = try self.buildRuntime(runtimes.allocator, self.constants.num_workers);
+        const workers = if (self.case.workers > 0) self.case.workers else self.constants.num_workers;
+        if (runtimes.micro) |rt| {
+            if (runtimes.micro_workers == workers) return rt;
+            rt.deinit();
+            runtimes.micro = null;
+        }
+        runtimes.micro = try self.buildRuntime(runtimes, workers);
+        runtimes.micro_workers = workers;
         return runtimes.micro.?;
     }
 
     /// The echo-suite runtime (1 worker), built on first use.
     pub fn echoRuntime(self: *Ctx) Error!*ampere.Runtime {
         const runtimes = self.runtimes orelse return self.fail("no runtime available", .{});
-        if (runtimes.echo == null) runtimes.echo = try self.buildRuntime(runtimes.allocator, 1);
+        if (runtimes.echo == null) runtimes.echo = try self.buildRuntime(runtimes, 1);
         return runtimes.echo.?;
     }
 
-    fn buildRuntime(self: *Ctx, allocator_: std.mem.Allocator, workers: u64) Error!*ampere.Runtime {
-        if (workers > workers_max) return self.fail("num_workers = {d}, ampere supports at most {d}", .{ workers, workers_max });
-        return ampere.Runtime.init(allocator_, .{ .workers = @intCast(workers) }) catch |err|
+    fn buildRuntime(self: *Ctx, runtimes: *Runtimes, workers: u64) Error!*ampere.Runtime {
+        if (workers == 0 or workers > workers_max) return self.fail("{d} workers: ampere supports 1 to {d}", .{ workers, workers_max });
+        var options = runtimes.options;
+        options.workers = @intCast(workers);
+        return ampere.Runtime.init(runtimes.allocator, options) catch |err|
             self.fail("cannot build the runtime: {s}", .{@errorName(err)});
     }
 
@@ -262,18 +335,32 @@ pub const Ctx = struct {
     }
 };
 
+/// `# start suite=S benchmark=B param=P workers=W` on stderr (before the case runs).
 pub fn progressStart(case: *const Case) void {
-    std.debug.print("# start suite={s} benchmark={s} param={s}\n", .{ case.suite, case.name, case.param() });
+    var buffer: [256]u8 = undefined;
+    std.debug.print("{s}\n", .{startLine(&buffer, case)});
 }
 
+/// `# done ... workers=W median_ns_per_op=X median_cpu_ns_per_op=Y` on stderr (after it).
 pub fn progressDone(case: *const Case, stats: Stats) void {
-    std.debug.print("# done suite={s} benchmark={s} param={s} median_ns_per_op={d:.3}\n", .{ case.suite, case.name, case.param(), stats.ns_per_op });
+    var buffer: [320]u8 = undefined;
+    std.debug.print("{s}\n", .{doneLine(&buffer, case, stats)});
+}
+
+fn startLine(buffer: []u8, case: *const Case) []const u8 {
+    return std.fmt.bufPrint(buffer, "# start suite={s} benchmark={s} param={s} workers={d}", .{ case.suite, case.name, case.param(), case.workers }) catch buffer;
+}
+
+fn doneLine(buffer: []u8, case: *const Case, stats: Stats) []const u8 {
+    return std.fmt.bufPrint(buffer, "# done suite={s} benchmark={s} param={s} workers={d} median_ns_per_op={d:.3} median_cpu_ns_per_op={d:.3}", .{
+        case.suite, case.name, case.param(), case.workers, stats.ns_per_op, stats.cpu_ns_per_op,
+    }) catch buffer;
 }
 
 const testing = std.testing;
 
 fn testSample(ns: u64) Sample {
-    return .{ .elapsed_ns = ns, .alloc_bytes = 8, .alloc_count = 1 };
+    return .{ .elapsed_ns = ns, .cpu_ns = 2 * ns, .alloc_bytes = 8, .alloc_count = 1 };
 }
 
 test "median of odd and even counts" {
@@ -295,6 +382,8 @@ test "outcome statistics" {
     try testing.expectEqual(@as(u64, 60), stats.median_ns);
     try testing.expectEqual(@as(u64, 40), stats.min_ns);
     try testing.expectEqual(@as(f64, 15.0), stats.ns_per_op);
+    try testing.expectEqual(@as(u64, 120), stats.median_cpu_ns);
+    try testing.expectEqual(@as(f64, 30.0), stats.cpu_ns_per_op);
     try testing.expectEqual(@as(f64, 2.0), stats.bytes_per_op);
     try testing.expectEqual(@as(f64, 0.25), stats.allocs_per_op);
 }
@@ -328,16 +417,104 @@ test "mark counts allocations inside the bracket" {
     try testing.expect(s.elapsed_ns >= 1);
 }
 
+test "mark records the CPU time of a busy iteration" {
+    var counting = CountingAllocator.init(testing.allocator);
+    const mark = Mark.start(&counting);
+    // Busy for at least 2 ms of wall time on this thread: the process CPU clock must see it.
+    const until_ns = monotonicNs() + 2 * std.time.ns_per_ms;
+    var spins: u64 = 0;
+    while (monotonicNs() < until_ns) spins += 1;
+    _ = blackBox(&spins);
+    const s = mark.stop();
+    try testing.expect(s.cpu_ns > 0);
+    try testing.expect(s.elapsed_ns >= 2 * std.time.ns_per_ms);
+    // Not asserted tighter than this: a preempted thread burns less CPU than wall time.
+    try testing.expect(s.cpu_ns >= std.time.ns_per_ms / 10);
+}
+
+test "the CPU clock is process-wide: it counts another thread's work" {
+    var counting = CountingAllocator.init(testing.allocator);
+    const Busy = struct {
+        fn run() void {
+            const until_ns = monotonicNs() + 20 * std.time.ns_per_ms;
+            var spins: u64 = 0;
+            while (monotonicNs() < until_ns) spins += 1;
+            _ = blackBox(&spins);
+        }
+    };
+    const mark = Mark.start(&counting);
+    const thread = try std.Thread.spawn(.{}, Busy.run, .{});
+    thread.join(); // this thread sleeps in join: nearly all CPU time is the other thread's
+    const s = mark.stop();
+    try testing.expect(s.cpu_ns >= 2 * std.time.ns_per_ms);
+}
+
 test "case keys and list lines" {
     var buffer: [64]u8 = undefined;
     var w = std.Io.Writer.fixed(&buffer);
     const mutex = Case.micro(1, "mutex", 10);
     try mutex.writeListLine(&w);
-    try mutex.writeKey(&w);
+    try mutex.writeKey(&w, true);
     const echo = Case.echo("echo_f64", "n={d}", 10, 10, 8);
     try echo.writeListLine(&w);
-    try echo.writeKey(&w);
+    try echo.writeKey(&w, true);
     try testing.expectEqualStrings("micro 1 mutex\nmutexecho 0 echo_f64 n=10\necho_f64[n=10]", w.buffered());
+}
+
+test "workers per tier, and the @w key suffix only for Tier 3-4 in a sweep" {
+    try testing.expectEqual(@as(u64, 0), Case.micro(0, "floor_cas_store", 1).workers);
+    try testing.expectEqual(@as(u64, 0), Case.micro(2, "watch", 1).workers);
+    try testing.expectEqual(@as(u64, 1), Case.echo("echo_f64", "n={d}", 1, 1, 8).workers);
+    const spawn = Case.micro(4, "task_spawn", 1).withWorkers(2);
+    try testing.expectEqual(@as(u64, 2), spawn.workers);
+    try testing.expect(spawn.swept() and !Case.micro(2, "watch", 1).swept() and !Case.echo("e", "n={d}", 1, 1, 8).swept());
+    var buffer: [64]u8 = undefined;
+    var w = std.Io.Writer.fixed(&buffer);
+    try spawn.writeKey(&w, true);
+    try w.writeByte(' ');
+    try spawn.writeKey(&w, false);
+    try w.writeByte(' ');
+    try Case.micro(1, "mutex", 1).writeKey(&w, true);
+    try testing.expectEqualStrings("task_spawn@w2 task_spawn mutex", w.buffered());
+}
+
+test "progress lines name the benchmark and the worker count" {
+    var buffer: [320]u8 = undefined;
+    const spawn = Case.micro(4, "task_spawn", 1).withWorkers(2);
+    try testing.expectEqualStrings("# start suite=micro benchmark=task_spawn param= workers=2", startLine(&buffer, &spawn));
+    const echo = Case.echo("echo_f64", "n={d}", 10, 10, 8);
+    try testing.expectEqualStrings("# start suite=echo benchmark=echo_f64 param=n=10 workers=1", startLine(&buffer, &echo));
+    const stats = Stats.of(10, &.{testSample(100)}, 100, 250);
+    try testing.expectEqualStrings(
+        "# done suite=echo benchmark=echo_f64 param=n=10 workers=1 median_ns_per_op=10.000 median_cpu_ns_per_op=25.000",
+        doneLine(&buffer, &echo, stats),
+    );
+}
+
+test "micro runtime: the case's worker count and the variant's options; a fresh runtime per count" {
+    var counting = CountingAllocator.init(testing.allocator);
+    var runtimes = Runtimes{ .allocator = counting.allocator(), .options = .{ .spin_before_park_ns = 0 } };
+    defer runtimes.deinit();
+    var diag = constants.Diagnostic{};
+    const c = try Constants.load(testing.allocator, "quick", &diag);
+    var buffer: [1]Sample = undefined;
+    const one = Case.micro(3, "x", 1).withWorkers(1);
+    var ctx = Ctx{ .constants = &c, .counting = &counting, .case = &one, .samples = &buffer, .runtimes = &runtimes };
+    const first = try ctx.microRuntime();
+    try testing.expectEqual(@as(u32, 1), first.scheduler.shared.options.workers);
+    try testing.expectEqual(@as(u64, 0), first.scheduler.shared.options.spin_before_park_ns);
+    try testing.expectEqual(first, try ctx.microRuntime()); // same count: reused
+    const two = Case.micro(3, "x", 1).withWorkers(2);
+    ctx.case = &two;
+    const second = try ctx.microRuntime();
+    try testing.expectEqual(@as(u32, 2), second.scheduler.shared.options.workers);
+    try testing.expectEqual(@as(u64, 2), runtimes.micro_workers);
+    const echo_rt = try ctx.echoRuntime();
+    try testing.expectEqual(@as(u32, 1), echo_rt.scheduler.shared.options.workers);
+    try testing.expectEqual(@as(u64, 0), echo_rt.scheduler.shared.options.spin_before_park_ns);
+    const too_many = Case.micro(3, "x", 1).withWorkers(workers_max + 1);
+    ctx.case = &too_many;
+    try testing.expectError(error.BenchmarkFailed, ctx.microRuntime());
 }
 
 test "black box returns the same pointer" {

@@ -1,11 +1,12 @@
 //! ampere_bench: the ampere side of the ampere vs Tokio benchmarks.
 //!
 //! Same program interface, benchmarks, CSV/JSON/metadata as rust_bench (README.md in this
-//! folder). Flow: parse the command line, load the constants profile and apply overrides,
-//! select the cases, then run them one by one (progress on stderr between cases, never inside
-//! a timed region), and finally write the CSV and print the table or the summary JSON. A
-//! benchmark that fails its own check stops the program with exit code 1; a bad command line
-//! exits with 2.
+//! folder). Flow: parse the command line, select the runtime variant (variants.json), load
+//! the constants profile and apply overrides, select the cases and plan the run (Tiers 3–4
+//! once per worker count of `--workers`), then run them one by one (progress on stderr
+//! between cases, never inside a timed region), and finally write the CSV and print the table
+//! or the summary JSON. A benchmark that fails its own check stops the program with exit
+//! code 1; a bad command line exits with 2.
 //!
 //! Every allocation of the program goes through one `CountingAllocator` around
 //! `SystemAllocator` (glibc malloc, called the way Rust's `System` calls it), the allocator
@@ -23,6 +24,7 @@ const output = @import("output.zig");
 const sync_tiers = @import("sync_tiers.zig");
 const async_tiers = @import("async_tiers.zig");
 const echo = @import("echo.zig");
+const variants = @import("variants.zig");
 
 const Constants = constants_mod.Constants;
 const Case = harness.Case;
@@ -30,6 +32,7 @@ const Ctx = harness.Ctx;
 const Outcome = harness.Outcome;
 const CountingAllocator = harness.CountingAllocator;
 
+/// The base runtime of this program; the default `--variant`.
 const runtime_name = "ampere";
 
 const BenchFn = *const fn (*Ctx) harness.Error!void;
@@ -146,6 +149,30 @@ fn select(gpa: std.mem.Allocator, registry: []const Bench, options: *const cli.O
     return list;
 }
 
+/// The run order: the selected cases in canonical order, with the contiguous Tier 3–4 block
+/// run once per worker count, in `worker_counts` order (one runtime per count, see
+/// `Ctx.microRuntime`); every other case once.
+fn plan(gpa: std.mem.Allocator, selected: []const Selected, worker_counts: []const u64) !std.ArrayList(Selected) {
+    std.debug.assert(worker_counts.len >= 1);
+    var list: std.ArrayList(Selected) = .empty;
+    errdefer list.deinit(gpa);
+    var i: usize = 0;
+    while (i < selected.len) {
+        if (!selected[i].case.swept()) {
+            try list.append(gpa, selected[i]);
+            i += 1;
+            continue;
+        }
+        var end = i;
+        while (end < selected.len and selected[end].case.swept()) end += 1;
+        for (worker_counts) |workers| {
+            for (selected[i..end]) |s| try list.append(gpa, .{ .case = s.case.withWorkers(workers), .run = s.run });
+        }
+        i = end;
+    }
+    return list;
+}
+
 /// How `run` ended: the exit code and, for codes 1 and 2, the one-line message.
 const Exit = struct {
     code: u8,
@@ -176,16 +203,22 @@ fn run(gpa: std.mem.Allocator, counting: *CountingAllocator, args: []const []con
         out.writeAll(cli.usage) catch return Exit.fail(1, "cannot write to stdout", .{});
         return .{ .code = 0 };
     }
+    var variant_diag = variants.Diagnostic{};
+    const variant = variants.select(gpa, runtime_name, options.variant orelse runtime_name, &variant_diag) catch
+        return usageError("{s}", .{variant_diag.message()});
     var diag = constants_mod.Diagnostic{};
     var c = Constants.load(gpa, options.profile, &diag) catch return usageError("{s}", .{diag.message()});
-    for (options.overrideList()) |override| {
-        var buffer: [64]u8 = undefined;
-        const assignment = switch (override) {
-            .assignment => |text| text,
-            .workers => |n| std.fmt.bufPrint(&buffer, "num_workers={s}", .{n}) catch
-                return usageError("--workers: '{s}' is too long", .{n}),
-        };
+    for (options.overrideList()) |assignment| {
         c.applyOverride(assignment, &diag) catch return usageError("{s}", .{diag.message()});
+    }
+    const default_counts = [_]u64{c.num_workers};
+    const worker_counts: []const u64 = if (options.workers) |*w| w.items() else &default_counts;
+    for (worker_counts) |count| {
+        if (count > harness.workers_max) {
+            return usageError("{s} {d}: ampere supports at most {d} workers", .{
+                if (options.workers == null) "num_workers =" else "--workers:", count, harness.workers_max,
+            });
+        }
     }
     var selected = select(gpa, &benches, &options, &c) catch return Exit.fail(1, "out of memory", .{});
     defer selected.deinit(gpa);
@@ -203,21 +236,23 @@ fn run(gpa: std.mem.Allocator, counting: *CountingAllocator, args: []const []con
         var arena = std.heap.ArenaAllocator.init(gpa);
         defer arena.deinit();
         var text = std.Io.Writer.Allocating.init(arena.allocator());
-        output.writeMeta(&text.writer, output.Machine.read(arena.allocator())) catch return Exit.fail(1, "out of memory", .{});
+        output.writeMeta(&text.writer, &variant, output.Machine.read(arena.allocator())) catch return Exit.fail(1, "out of memory", .{});
         output.writeAtomic(path, text.written()) catch |err| return Exit.fail(1, "{s}: {s}", .{ path, @errorName(err) });
     }
 
-    // Runtimes are built on first use and shut down after the last benchmark. On a failure
-    // they are left running: the process exits, and a failed benchmark may have left tasks
-    // behind that a shutdown would wait for.
-    var runtimes = harness.Runtimes{ .allocator = gpa };
+    var planned = plan(gpa, selected.items, worker_counts) catch return Exit.fail(1, "out of memory", .{});
+    defer planned.deinit(gpa);
+    // Runtimes are built on first use (the micro one again whenever the worker count changes)
+    // and shut down after the last benchmark. On a failure they are left running: the process
+    // exits, and a failed benchmark may have left tasks behind that a shutdown would wait for.
+    var runtimes = harness.Runtimes{ .allocator = gpa, .options = variant.runtimeOptions(1) };
     var outcomes: std.ArrayList(Outcome) = .empty;
     defer {
         for (outcomes.items) |o| gpa.free(o.samples);
         outcomes.deinit(gpa);
     }
-    outcomes.ensureTotalCapacity(gpa, selected.items.len) catch return Exit.fail(1, "out of memory", .{});
-    for (selected.items) |*s| {
+    outcomes.ensureTotalCapacity(gpa, planned.items.len) catch return Exit.fail(1, "out of memory", .{});
+    for (planned.items) |*s| {
         const expected: usize = @intCast(if (std.mem.eql(u8, s.case.suite, "echo")) c.echo_batches else c.iterations);
         const samples = gpa.alloc(harness.Sample, expected) catch return Exit.fail(1, "out of memory", .{});
         harness.progressStart(&s.case);
@@ -242,13 +277,13 @@ fn run(gpa: std.mem.Allocator, counting: *CountingAllocator, args: []const []con
     if (options.csv) |path| {
         var text = std.Io.Writer.Allocating.init(gpa);
         defer text.deinit();
-        output.writeCsv(&text.writer, runtime_name, options.invocation, outcomes.items) catch return Exit.fail(1, "out of memory", .{});
+        output.writeCsv(&text.writer, variant.name, options.invocation, outcomes.items) catch return Exit.fail(1, "out of memory", .{});
         output.writeAtomic(path, text.written()) catch |err| return Exit.fail(1, "{s}: {s}", .{ path, @errorName(err) });
     }
     const written = if (options.json)
-        output.writeSummary(out, runtime_name, options.profile, options.invocation, &c, outcomes.items)
+        output.writeSummary(out, &variant, options.profile, options.invocation, &c, worker_counts, outcomes.items)
     else
-        output.writeTable(out, runtime_name, outcomes.items);
+        output.writeTable(out, variant.name, outcomes.items);
     written catch return Exit.fail(1, "cannot write to stdout", .{});
     return .{ .code = 0 };
 }
@@ -281,6 +316,7 @@ test {
     _ = sync_tiers;
     _ = async_tiers;
     _ = echo;
+    _ = variants;
 }
 
 const testing = std.testing;
@@ -316,12 +352,95 @@ test "command line errors exit 2" {
     var counting = CountingAllocator.init(testing.allocator);
     var aw = std.Io.Writer.Allocating.init(testing.allocator);
     defer aw.deinit();
-    const lines = .{ "--suite nope", "--set nope=1", "--set sync_ops=x", "--filter zzz_no_such", "--profile x", "--workers 0" };
+    const lines = .{
+        .{ "--suite nope", "unknown suite" },
+        .{ "--set nope=1", "unknown key" },
+        .{ "--set sync_ops=x", "not a non-negative integer" },
+        .{ "--filter zzz_no_such", "no benchmark matches" },
+        .{ "--profile x", "unknown profile" },
+        .{ "--workers 0", "0 is outside 1..1024" },
+        .{ "--workers 1,65", "--workers: 65: ampere supports at most 64 workers" },
+        .{ "--set num_workers=65", "num_workers = 65: ampere supports at most 64 workers" },
+        .{ "--variant tokio", "--variant tokio: a variant of tokio; this program runs ampere variants only" },
+        .{ "--variant ampere.turbo", "--variant: unknown variant 'ampere.turbo'" },
+    };
     inline for (lines) |line| {
-        const exit = runArgs(&counting, line, &aw.writer);
+        const exit = runArgs(&counting, line[0], &aw.writer);
         try testing.expectEqual(@as(u8, 2), exit.code);
-        try testing.expect(exit.message().len > 0);
+        try testing.expect(std.mem.indexOf(u8, exit.message(), line[1]) != null);
+        try testing.expect(std.mem.indexOfScalar(u8, exit.message(), '\n') == null);
     }
+}
+
+test "plan: Tier 3-4 once per worker count in the given order, other tiers once" {
+    var diag = constants_mod.Diagnostic{};
+    const c = try Constants.load(testing.allocator, "quick", &diag);
+    var options = cli.Options{ .suite = .all };
+    options.filters[0] = "task_spawn";
+    options.filters[1] = "mutex";
+    options.filters[2] = "echo_f64";
+    options.filter_len = 3;
+    var selected = try select(testing.allocator, &benches, &options, &c);
+    defer selected.deinit(testing.allocator);
+    var planned = try plan(testing.allocator, selected.items, &.{ 4, 1 });
+    defer planned.deinit(testing.allocator);
+    var aw = std.Io.Writer.Allocating.init(testing.allocator);
+    defer aw.deinit();
+    for (planned.items) |p| try aw.writer.print("{s}:{d} ", .{ p.case.name, p.case.workers });
+    try testing.expectEqualStrings("mutex:0 mutex_contended:4 task_spawn:4 task_spawn_batch:4 " ++
+        "mutex_contended:1 task_spawn:1 task_spawn_batch:1 echo_f64:1 echo_f64:1 ", aw.written());
+}
+
+test "a worker sweep runs Tier 3-4 per count; csv and json carry workers and cpu_ns" {
+    var tmp = testing.tmpDir(.{});
+    defer tmp.cleanup();
+    var dir_buffer: [std.fs.max_path_bytes]u8 = undefined;
+    const dir = try tmp.dir.realpath(".", &dir_buffer);
+    var csv_buffer: [std.fs.max_path_bytes]u8 = undefined;
+    const csv = try std.fmt.bufPrint(&csv_buffer, "{s}/ampere.nospin.csv", .{dir});
+    const args = [_][]const u8{
+        "--quick",      "--suite",         "all",      "--filter", "fetch_add", "--filter", "yield_many", "--filter", "echo_f64",
+        "--set",        "echo_batch_sizes=2", "--workers", "2,1",   "--variant", "ampere.nospin", "--json",   "--csv",    csv,
+    };
+    var counting = CountingAllocator.init(testing.allocator);
+    var aw = std.Io.Writer.Allocating.init(testing.allocator);
+    defer aw.deinit();
+    const exit = run(testing.allocator, &counting, &args, &aw.writer);
+    if (exit.code != 0) std.debug.print("{s}\n", .{exit.message()});
+    try testing.expectEqual(@as(u8, 0), exit.code);
+    const text = try tmp.dir.readFileAlloc(testing.allocator, "ampere.nospin.csv", 1 << 20);
+    defer testing.allocator.free(text);
+    var lines = std.mem.splitScalar(u8, text, '\n');
+    try testing.expectEqualStrings(output.csv_header, lines.next().?);
+    // Expected (benchmark, workers) per row: 3 iterations each, echo 5 batches.
+    const expected = [_]struct { []const u8, u64, usize }{
+        .{ "floor_fetch_add", 0, 3 }, .{ "yield_many", 2, 3 }, .{ "yield_many", 1, 3 }, .{ "echo_f64", 1, 5 },
+    };
+    for (expected) |e| {
+        for (0..e[2]) |_| {
+            var fields = std.mem.splitScalar(u8, lines.next().?, ',');
+            var columns: [13][]const u8 = undefined;
+            for (&columns) |*column| column.* = fields.next().?;
+            try testing.expect(fields.next() == null);
+            try testing.expectEqualStrings("ampere.nospin", columns[0]);
+            try testing.expectEqualStrings(e[0], columns[4]);
+            try testing.expectEqual(e[1], try std.fmt.parseInt(u64, columns[10], 10));
+            try testing.expect(try std.fmt.parseInt(u64, columns[9], 10) > 0); // cpu_ns of real work
+        }
+    }
+    try testing.expectEqualStrings("", lines.next().?);
+    try testing.expect(lines.next() == null);
+    const parsed = try std.json.parseFromSlice(std.json.Value, testing.allocator, aw.written(), .{});
+    defer parsed.deinit();
+    const keys = parsed.value.object.get("benchmarks").?.object.keys();
+    try testing.expectEqual(@as(usize, 4), keys.len);
+    try testing.expectEqualStrings("floor_fetch_add", keys[0]);
+    try testing.expectEqualStrings("yield_many@w2", keys[1]);
+    try testing.expectEqualStrings("yield_many@w1", keys[2]);
+    try testing.expectEqualStrings("echo_f64[n=2]", keys[3]);
+    const metadata = parsed.value.object.get("metadata").?.object;
+    try testing.expectEqualStrings("ampere.nospin", metadata.get("variant").?.string);
+    try testing.expectEqual(@as(usize, 2), metadata.get("workers").?.array.items.len);
 }
 
 test "quick run writes csv and meta, and never overwrites" {
@@ -342,13 +461,19 @@ test "quick run writes csv and meta, and never overwrites" {
     defer testing.allocator.free(text);
     var lines = std.mem.splitScalar(u8, text, '\n');
     try testing.expectEqualStrings(output.csv_header, lines.next().?);
-    try testing.expect(std.mem.startsWith(u8, lines.next().?, "ampere,1,micro,0,floor_cas_store,,0,2000,"));
+    const first = lines.next().?;
+    try testing.expect(std.mem.startsWith(u8, first, "ampere,1,micro,0,floor_cas_store,,0,2000,"));
+    var columns = std.mem.splitScalar(u8, first, ',');
+    for (0..10) |_| _ = columns.next();
+    try testing.expectEqualStrings("0", columns.next().?); // workers: Tier 0 has no runtime
     try testing.expectEqual(@as(usize, 1 + 3 + 3 + 1), std.mem.count(u8, text, "\n") + 1);
     const meta_text = try tmp.dir.readFileAlloc(testing.allocator, "ampere.meta.json", 1 << 20);
     defer testing.allocator.free(meta_text);
     const parsed = try std.json.parseFromSlice(std.json.Value, testing.allocator, meta_text, .{});
     defer parsed.deinit();
     try testing.expectEqualStrings("ampere", parsed.value.object.get("runtime").?.string);
+    try testing.expectEqualStrings("ampere", parsed.value.object.get("variant").?.string);
+    try testing.expectEqual(@as(i64, 2), parsed.value.object.get("schema_version").?.integer);
     try testing.expectEqual(@as(u8, 2), run(testing.allocator, &counting, &args, &aw.writer).code);
 }
 

@@ -8,22 +8,28 @@ const builtin = @import("builtin");
 const ampere = @import("ampere");
 const harness = @import("harness.zig");
 const constants_mod = @import("constants.zig");
+const variants = @import("variants.zig");
 
 const Writer = std.Io.Writer;
 const Outcome = harness.Outcome;
 const Constants = constants_mod.Constants;
+const Variant = variants.Variant;
 
-pub const csv_header = "runtime,invocation,suite,tier,benchmark,param,iteration,ops,elapsed_ns,alloc_bytes,alloc_count";
+/// Version of the data contract the CSV and meta.json follow (data/README.md).
+pub const schema_version = 2;
 
-/// The CSV text of all measured rows.
+/// The CSV header of schema 2, in the contract's column order.
+pub const csv_header = "runtime,invocation,suite,tier,benchmark,param,iteration,ops,elapsed_ns,cpu_ns,workers,alloc_bytes,alloc_count";
+
+/// The CSV text of all measured rows; `runtime` is the variant name (`ampere.nospin`).
 pub fn writeCsv(out: *Writer, runtime: []const u8, invocation: u64, outcomes: []const Outcome) Writer.Error!void {
     try out.print("{s}\n", .{csv_header});
     for (outcomes) |outcome| {
         const case = &outcome.case;
         for (outcome.samples, 0..) |s, iteration| {
-            try out.print("{s},{d},{s},{d},{s},{s},{d},{d},{d},{d},{d}\n", .{
-                runtime,  invocation, case.suite,    case.tier,      case.name,     case.param(),
-                iteration, case.ops,  s.elapsed_ns, s.alloc_bytes, s.alloc_count,
+            try out.print("{s},{d},{s},{d},{s},{s},{d},{d},{d},{d},{d},{d},{d}\n", .{
+                runtime,  invocation,    case.suite, case.tier,      case.name,     case.param(),
+                iteration, case.ops, s.elapsed_ns, s.cpu_ns, case.workers, s.alloc_bytes, s.alloc_count,
             });
         }
     }
@@ -74,26 +80,53 @@ fn writeConstants(out: *Writer, c: *const Constants, depth: usize) Writer.Error!
     try out.writeByte('}');
 }
 
-/// The summary JSON (`--json`).
+/// The variant's settings as a JSON object, in `variants.known_settings` order.
+fn writeSettings(out: *Writer, variant: *const Variant, depth: usize) Writer.Error!void {
+    var first = true;
+    for (variants.known_settings, variant.values) |setting, value_or_null| {
+        const value = value_or_null orelse continue;
+        if (first) try out.writeAll("{\n");
+        try key(out, depth + 1, first, setting.name);
+        try out.print("{d}", .{value});
+        first = false;
+    }
+    if (first) return out.writeAll("{}");
+    try out.writeByte('\n');
+    try indent(out, depth);
+    try out.writeByte('}');
+}
+
+/// The summary JSON (`--json`). `worker_counts` are the Tier 3–4 counts of the run; with
+/// more than one, Tier 3–4 keys get an `@w<N>` suffix.
 pub fn writeSummary(
     out: *Writer,
-    runtime: []const u8,
+    variant: *const Variant,
     profile: []const u8,
     invocation: u64,
     c: *const Constants,
+    worker_counts: []const u64,
     outcomes: []const Outcome,
 ) Writer.Error!void {
     try out.writeAll("{\n");
     try key(out, 1, true, "metadata");
     try out.writeAll("{\n");
     try key(out, 2, true, "runtime");
-    try writeString(out, runtime);
+    try writeString(out, variant.runtime);
+    try key(out, 2, false, "variant");
+    try writeString(out, variant.name);
+    try key(out, 2, false, "variant_settings");
+    try writeSettings(out, variant, 2);
     try key(out, 2, false, "profile");
     try writeString(out, profile);
     try key(out, 2, false, "invocation");
     try out.print("{d}", .{invocation});
     try key(out, 2, false, "workers");
-    try out.print("{d}", .{c.num_workers});
+    try out.writeByte('[');
+    for (worker_counts, 0..) |count, i| {
+        if (i > 0) try out.writeAll(", ");
+        try out.print("{d}", .{count});
+    }
+    try out.writeByte(']');
     try key(out, 2, false, "constants");
     try writeConstants(out, c, 2);
     try out.writeByte('\n');
@@ -109,7 +142,7 @@ pub fn writeSummary(
             if (i > 0) try out.writeAll(",\n");
             try indent(out, 2);
             try out.writeByte('"');
-            try outcome.case.writeKey(out);
+            try outcome.case.writeKey(out, worker_counts.len > 1);
             try out.writeAll("\": {\n");
             try key(out, 3, true, "suite");
             try writeString(out, outcome.case.suite);
@@ -117,6 +150,8 @@ pub fn writeSummary(
             try out.print("{d}", .{outcome.case.tier});
             try key(out, 3, false, "param");
             try writeString(out, outcome.case.param());
+            try key(out, 3, false, "workers");
+            try out.print("{d}", .{outcome.case.workers});
             try key(out, 3, false, "ns_per_op");
             try writeFloat(out, stats.ns_per_op);
             try key(out, 3, false, "ops_per_sec");
@@ -125,6 +160,10 @@ pub fn writeSummary(
             try out.print("{d}", .{stats.median_ns});
             try key(out, 3, false, "min_ns");
             try out.print("{d}", .{stats.min_ns});
+            try key(out, 3, false, "cpu_ns_per_op");
+            try writeFloat(out, stats.cpu_ns_per_op);
+            try key(out, 3, false, "median_cpu_ns");
+            try out.print("{d}", .{stats.median_cpu_ns});
             try key(out, 3, false, "ops_per_iter");
             try out.print("{d}", .{outcome.case.ops});
             try key(out, 3, false, "bytes_per_op");
@@ -144,14 +183,14 @@ pub fn writeSummary(
 
 /// The human table (default stdout).
 pub fn writeTable(out: *Writer, runtime: []const u8, outcomes: []const Outcome) Writer.Error!void {
-    try out.print("{s:<6} {s:>4}  {s:<20} {s:<12} {s:>14} {s:>16} {s:>14} {s:>14} {s:>12} {s:>10}\n", .{
-        "suite", "tier", "benchmark", "param", "ns/op", "ops/sec", "median_ns", "min_ns", "B/op", "allocs/op",
+    try out.print("{s:<6} {s:>4}  {s:<20} {s:<12} {s:>7} {s:>14} {s:>16} {s:>14} {s:>14} {s:>14} {s:>12} {s:>10}\n", .{
+        "suite", "tier", "benchmark", "param", "workers", "ns/op", "ops/sec", "median_ns", "min_ns", "cpu_ns/op", "B/op", "allocs/op",
     });
     for (outcomes) |*o| {
         const s = o.stats;
-        try out.print("{s:<6} {d:>4}  {s:<20} {s:<12} {d:>14.3} {d:>16.0} {d:>14} {d:>14} {d:>12.3} {d:>10.4}\n", .{
-            o.case.suite, o.case.tier, o.case.name, o.case.param(), s.ns_per_op, s.ops_per_sec,
-            s.median_ns,  s.min_ns,    s.bytes_per_op, s.allocs_per_op,
+        try out.print("{s:<6} {d:>4}  {s:<20} {s:<12} {d:>7} {d:>14.3} {d:>16.0} {d:>14} {d:>14} {d:>14.3} {d:>12.3} {d:>10.4}\n", .{
+            o.case.suite, o.case.tier,     o.case.name, o.case.param(), o.case.workers,  s.ns_per_op,
+            s.ops_per_sec, s.median_ns,    s.min_ns,    s.cpu_ns_per_op, s.bytes_per_op, s.allocs_per_op,
         });
     }
     try out.print("({d} benchmarks, runtime {s})\n", .{ outcomes.len, runtime });
@@ -259,10 +298,17 @@ fn writeOptInt(out: *Writer, value: ?u64) Writer.Error!void {
 pub const ampere_version: []const u8 = if (@hasDecl(ampere, "version")) ampere.version else "0.1.0";
 
 /// The metadata JSON (`--meta`).
-pub fn writeMeta(out: *Writer, machine: Machine) Writer.Error!void {
+pub fn writeMeta(out: *Writer, variant: *const Variant, machine: Machine) Writer.Error!void {
     try out.writeAll("{\n");
-    try key(out, 1, true, "runtime");
-    try writeString(out, "ampere");
+    try key(out, 1, true, "schema_version");
+    try out.print("{d}", .{schema_version});
+    try key(out, 1, false, "runtime");
+    std.debug.assert(std.mem.eql(u8, variant.runtime, "ampere"));
+    try writeString(out, variant.runtime);
+    try key(out, 1, false, "variant");
+    try writeString(out, variant.name);
+    try key(out, 1, false, "variant_settings");
+    try writeSettings(out, variant, 1);
     try key(out, 1, false, "runtime_version");
     try writeString(out, ampere_version);
     try key(out, 1, false, "compiler");
@@ -352,15 +398,31 @@ fn testOutcome(samples: []const harness.Sample) Outcome {
 }
 
 const test_samples = [_]harness.Sample{
-    .{ .elapsed_ns = 100, .alloc_bytes = 0, .alloc_count = 0 },
-    .{ .elapsed_ns = 120, .alloc_bytes = 20, .alloc_count = 2 },
+    .{ .elapsed_ns = 100, .cpu_ns = 90, .alloc_bytes = 0, .alloc_count = 0 },
+    .{ .elapsed_ns = 120, .cpu_ns = 130, .alloc_bytes = 20, .alloc_count = 2 },
 };
 
-test "csv has a header and one row per sample" {
+const test_variant = Variant{ .name = "ampere.nospin", .runtime = "ampere", .values = .{ 0, null, null, null, null } };
+
+test "csv header is schema 2 in the contract's order" {
+    try testing.expectEqualStrings(
+        "runtime,invocation,suite,tier,benchmark,param,iteration,ops,elapsed_ns,cpu_ns,workers,alloc_bytes,alloc_count",
+        csv_header,
+    );
+}
+
+test "csv has a header and one row per sample, with cpu_ns and workers" {
     var aw = Writer.Allocating.init(testing.allocator);
     defer aw.deinit();
-    try writeCsv(&aw.writer, "ampere", 2, &.{testOutcome(&test_samples)});
-    try testing.expectEqualStrings(csv_header ++ "\nampere,2,micro,1,mutex,,0,10,100,0,0\nampere,2,micro,1,mutex,,1,10,120,20,2\n", aw.written());
+    const spawn = try Outcome.init(harness.Case.micro(4, "task_spawn", 10).withWorkers(2), &test_samples, testing.allocator);
+    const echo = try Outcome.init(harness.Case.echo("echo_f64", "n={d}", 10, 10, 8), test_samples[0..1], testing.allocator);
+    try writeCsv(&aw.writer, "ampere.nospin", 2, &.{ testOutcome(&test_samples), spawn, echo });
+    try testing.expectEqualStrings(csv_header ++ "\n" ++
+        "ampere.nospin,2,micro,1,mutex,,0,10,100,90,0,0,0\n" ++
+        "ampere.nospin,2,micro,1,mutex,,1,10,120,130,0,20,2\n" ++
+        "ampere.nospin,2,micro,4,task_spawn,,0,10,100,90,2,0,0\n" ++
+        "ampere.nospin,2,micro,4,task_spawn,,1,10,120,130,2,20,2\n" ++
+        "ampere.nospin,2,echo,0,echo_f64,n=10,0,10,100,90,1,0,0\n", aw.written());
 }
 
 test "summary is valid JSON of the documented shape" {
@@ -368,19 +430,50 @@ test "summary is valid JSON of the documented shape" {
     const c = try Constants.load(testing.allocator, "quick", &diag);
     var aw = Writer.Allocating.init(testing.allocator);
     defer aw.deinit();
-    try writeSummary(&aw.writer, "ampere", "quick", 0, &c, &.{testOutcome(&test_samples)});
+    try writeSummary(&aw.writer, &test_variant, "quick", 0, &c, &.{4}, &.{testOutcome(&test_samples)});
     const parsed = try std.json.parseFromSlice(std.json.Value, testing.allocator, aw.written(), .{});
     defer parsed.deinit();
     const root = parsed.value.object;
-    try testing.expectEqualStrings("ampere", root.get("metadata").?.object.get("runtime").?.string);
-    const sizes = root.get("metadata").?.object.get("constants").?.object.get("echo_batch_sizes").?.array;
+    const metadata = root.get("metadata").?.object;
+    try testing.expectEqualStrings("ampere", metadata.get("runtime").?.string);
+    try testing.expectEqualStrings("ampere.nospin", metadata.get("variant").?.string);
+    try testing.expectEqual(@as(i64, 0), metadata.get("variant_settings").?.object.get("spin_before_park_ns").?.integer);
+    try testing.expectEqual(@as(i64, 4), metadata.get("workers").?.array.items[0].integer);
+    const sizes = metadata.get("constants").?.object.get("echo_batch_sizes").?.array;
     try testing.expectEqual(@as(i64, 10), sizes.items[1].integer);
     const m = root.get("benchmarks").?.object.get("mutex").?.object;
     try testing.expectEqual(@as(i64, 110), m.get("median_ns").?.integer);
     try testing.expectEqual(@as(f64, 11.0), m.get("ns_per_op").?.float);
+    try testing.expectEqual(@as(i64, 110), m.get("median_cpu_ns").?.integer);
+    try testing.expectEqual(@as(f64, 11.0), m.get("cpu_ns_per_op").?.float);
+    try testing.expectEqual(@as(i64, 0), m.get("workers").?.integer);
     try testing.expectEqual(@as(f64, 0.1), m.get("allocs_per_op").?.float);
     try testing.expectEqualStrings("", m.get("param").?.string);
     try testing.expect(std.mem.indexOf(u8, aw.written(), "\"ns_per_op\": 11.0,") != null);
+}
+
+test "summary keys get @w<N> for Tier 3-4 only when several counts run" {
+    var diag = constants_mod.Diagnostic{};
+    const c = try Constants.load(testing.allocator, "quick", &diag);
+    const base = Variant{ .name = "ampere", .runtime = "ampere" };
+    var outcomes: [3]Outcome = undefined;
+    outcomes[0] = testOutcome(&test_samples);
+    outcomes[1] = try Outcome.init(harness.Case.micro(4, "task_spawn", 10).withWorkers(1), &test_samples, testing.allocator);
+    outcomes[2] = try Outcome.init(harness.Case.micro(4, "task_spawn", 10).withWorkers(2), &test_samples, testing.allocator);
+    var aw = Writer.Allocating.init(testing.allocator);
+    defer aw.deinit();
+    try writeSummary(&aw.writer, &base, "quick", 0, &c, &.{ 1, 2 }, &outcomes);
+    const parsed = try std.json.parseFromSlice(std.json.Value, testing.allocator, aw.written(), .{});
+    defer parsed.deinit();
+    const benchmarks = parsed.value.object.get("benchmarks").?.object;
+    try testing.expectEqualStrings("mutex", benchmarks.keys()[0]);
+    try testing.expectEqualStrings("task_spawn@w1", benchmarks.keys()[1]);
+    try testing.expectEqualStrings("task_spawn@w2", benchmarks.keys()[2]);
+    try testing.expectEqual(@as(i64, 2), benchmarks.get("task_spawn@w2").?.object.get("workers").?.integer);
+    try testing.expect(parsed.value.object.get("metadata").?.object.get("variant_settings").?.object.count() == 0);
+    aw.clearRetainingCapacity();
+    try writeSummary(&aw.writer, &base, "quick", 0, &c, &.{2}, outcomes[2..]);
+    try testing.expect(std.mem.indexOf(u8, aw.written(), "\"task_spawn\": {") != null);
 }
 
 test "empty summary and table" {
@@ -388,22 +481,26 @@ test "empty summary and table" {
     const c = try Constants.load(testing.allocator, "quick", &diag);
     var aw = Writer.Allocating.init(testing.allocator);
     defer aw.deinit();
-    try writeSummary(&aw.writer, "ampere", "quick", 0, &c, &.{});
+    try writeSummary(&aw.writer, &test_variant, "quick", 0, &c, &.{4}, &.{});
     const parsed = try std.json.parseFromSlice(std.json.Value, testing.allocator, aw.written(), .{});
     defer parsed.deinit();
     try writeTable(&aw.writer, "ampere", &.{testOutcome(&test_samples)});
     try testing.expect(std.mem.indexOf(u8, aw.written(), "(1 benchmarks, runtime ampere)") != null);
 }
 
-test "meta is valid JSON with machine facts" {
+test "meta is valid JSON with schema version, variant and machine facts" {
     var arena = std.heap.ArenaAllocator.init(testing.allocator);
     defer arena.deinit();
     var aw = Writer.Allocating.init(testing.allocator);
     defer aw.deinit();
-    try writeMeta(&aw.writer, Machine.read(arena.allocator()));
+    try writeMeta(&aw.writer, &test_variant, Machine.read(arena.allocator()));
     const parsed = try std.json.parseFromSlice(std.json.Value, testing.allocator, aw.written(), .{});
     defer parsed.deinit();
     const root = parsed.value.object;
+    try testing.expectEqual(@as(i64, 2), root.get("schema_version").?.integer);
+    try testing.expectEqualStrings("ampere", root.get("runtime").?.string);
+    try testing.expectEqualStrings("ampere.nospin", root.get("variant").?.string);
+    try testing.expectEqual(@as(i64, 0), root.get("variant_settings").?.object.get("spin_before_park_ns").?.integer);
     try testing.expectEqualStrings("zig", root.get("compiler").?.string);
     try testing.expect(root.get("tokio_version").? == .null);
     try testing.expect(root.get("machine").?.object.get("logical_cores").?.integer >= 1);

@@ -21,11 +21,14 @@
 //! stays `empty`, so an unpark is a plain store and the sleeper-side wake-up (on a virtual
 //! machine, tens of microseconds to wake a halted vCPU) is avoided. After the spin budget the
 //! thread sleeps as usual, so an idle thread stops using CPU.
+//!
+//! A `Parker` has no waker of its own: a waker may outlive the thread that parks, so the
+//! wakers of parked threads (`blockOn`) go through the reference-counted `SharedParker`.
+//! Workers own theirs as a field and are unparked by the runtime directly.
 
 const std = @import("std");
 const Futex = std.Thread.Futex;
 const clock = @import("time/clock.zig");
-const Waker = @import("Waker.zig");
 
 const Parker = @This();
 
@@ -114,40 +117,11 @@ fn consumeNotification(self: *Parker) bool {
     return self.state.cmpxchgStrong(notified, empty, .acquire, .monotonic) == null;
 }
 
-/// A waker that unparks this parker. The parker must outlive every clone: use it only for
-/// parkers that live as long as their thread (see `forCurrentThread`).
-pub fn waker(self: *Parker) Waker {
-    return .{ .data = self, .vtable = &vtable };
-}
-
-const vtable = Waker.VTable{
-    .clone = wakerClone,
-    .wake = wakerWake,
-    .wake_by_ref = wakerWake,
-    .drop = wakerDrop,
-};
-
-fn fromData(data: ?*anyopaque) *Parker {
-    return @ptrCast(@alignCast(data.?));
-}
-
-fn wakerClone(data: ?*anyopaque) Waker {
-    return fromData(data).waker();
-}
-
-fn wakerWake(data: ?*anyopaque) void {
-    fromData(data).unpark();
-}
-
-fn wakerDrop(data: ?*anyopaque) void {
-    _ = data;
-}
-
-threadlocal var thread_parker: Parker = .{};
-
-/// The parker of the calling thread; it lives as long as the thread.
-pub fn forCurrentThread() *Parker {
-    return &thread_parker;
+/// Drops a pending notification, for a new owner (`SharedParker.Pool.acquire`): only while
+/// nobody is parked on it. An `unpark` racing with it may land before or after.
+pub fn reset(self: *Parker) void {
+    const previous = self.state.swap(empty, .monotonic);
+    std.debug.assert(previous != parked); // Nobody is asleep on a parker being recycled.
 }
 
 test "spinning park returns on an unpark and sleeps after the budget" {

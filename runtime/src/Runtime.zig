@@ -50,6 +50,7 @@ const Scheduler = @import("scheduler/Scheduler.zig");
 const Worker = @import("scheduler/Worker.zig");
 const BlockingPool = @import("blocking/BlockingPool.zig");
 const block_on = @import("block_on.zig");
+const SharedParker = @import("SharedParker.zig");
 
 const Runtime = @This();
 
@@ -64,6 +65,8 @@ pub const WorkerForTests = Worker;
 allocator: Allocator,
 scheduler: Scheduler,
 blocking: BlockingPool,
+/// The parkers of `blockOn` threads (reference-counted: see `SharedParker`).
+parkers: *SharedParker.Pool,
 
 pub fn init(allocator: Allocator, options: Options) !*Runtime {
     const self = try allocator.create(Runtime);
@@ -73,6 +76,9 @@ pub fn init(allocator: Allocator, options: Options) !*Runtime {
     errdefer self.scheduler.deinit();
     self.blocking = try BlockingPool.init(allocator, &self.scheduler.shared, options.max_blocking_threads, options.blocking_keep_alive_ns);
     errdefer self.blocking.deinit(allocator);
+    // One parker up front: a single thread calling `blockOn` never allocates in `blockOn`.
+    self.parkers = try SharedParker.Pool.create(allocator, 1);
+    errdefer self.parkers.close();
     try self.scheduler.start();
     return self;
 }
@@ -90,6 +96,7 @@ pub fn deinit(self: *Runtime) void {
     assert(shared.owned.count() == 0);
 
     const allocator = self.allocator;
+    self.parkers.close(); // Parkers still held by waker clones go when their last clone does.
     self.blocking.deinit(allocator);
     self.scheduler.deinit();
     allocator.destroy(self);
@@ -100,13 +107,16 @@ pub fn isShuttingDown(self: *const Runtime) bool {
 }
 
 /// Runs `f` on the calling thread until it completes and returns its output, while the
-/// workers run spawned tasks. `ampere.spawn` and timers inside `f` use this runtime.
+/// workers run spawned tasks. `ampere.spawn` and timers inside `f` use this runtime. Parks on
+/// a reference-counted parker of the runtime's pool, which allocates (through the runtime's
+/// allocator) only when more threads are in `blockOn` at once than ever before (see
+/// `SharedParker`).
 pub fn blockOn(self: *Runtime, f: anytype) future.OutputOf(@TypeOf(f)) {
     assert(!Scheduler.onWorkerThread()); // blockOn inside a task would block a worker.
     const saved = context.enter(self.scheduler.shared.handles());
     defer saved.restore();
     var pinned = f;
-    return block_on.blockOnThreadSpin(&pinned, self.scheduler.shared.options.spin_before_park_ns);
+    return block_on.blockOnPool(self.parkers, &pinned, self.scheduler.shared.options.spin_before_park_ns);
 }
 
 /// Spawns `f` as a task; returns its JoinHandle.

@@ -15,6 +15,8 @@ pub const Context = future.Context;
 pub const Waker = @import("Waker.zig");
 pub const budget = @import("budget.zig");
 pub const Parker = @import("Parker.zig");
+/// A reference-counted parker whose wakers may outlive its thread (`blockOn`), and its pool.
+pub const SharedParker = @import("SharedParker.zig");
 /// The short-critical-section mutex used inside the runtime (spins, then sleeps).
 pub const Lock = @import("Lock.zig");
 pub const CountingAllocator = @import("CountingAllocator.zig");
@@ -30,9 +32,11 @@ pub const JoinOutput = task.JoinOutput;
 const combinators = @import("task/combinators.zig");
 pub const join = combinators.join;
 pub const select = combinators.select;
+pub const selectBiased = combinators.selectBiased;
 pub const joinAll = combinators.joinAll;
 pub const Join = combinators.Join;
 pub const Select = combinators.Select;
+pub const SelectBiased = combinators.SelectBiased;
 pub const JoinAll = combinators.JoinAll;
 
 /// Spawns `f` on the runtime of the calling thread (a task, `blockOn` or a blocking thread).

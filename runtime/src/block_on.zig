@@ -1,25 +1,33 @@
 //! The thread executor: polls one future on the calling thread, parking between polls.
 //!
-//! The future's waker unparks this thread's `Parker`. Each poll runs with a fresh cooperative
-//! budget, like a task poll, so a root future that spins on ready primitives yields (its own
-//! wake makes the next park return at once).
+//! The future's waker unparks a reference-counted `SharedParker` owned for the duration of
+//! the call: the runtime's pool for `Runtime.blockOn`, the process-wide one for
+//! `blockOnThread`. Waker clones hold references of their own, so a clone woken after the call
+//! returned (or after its thread exited) still finds a live parker; see `SharedParker` for
+//! what is allocated, when, and through which allocator (in steady state: nothing).
+//!
+//! Each poll runs with a fresh cooperative budget, like a task poll, so a root future that
+//! spins on ready primitives yields (its own wake makes the next park return at once).
 
 const std = @import("std");
 const future = @import("future.zig");
 const budget = @import("budget.zig");
-const Parker = @import("Parker.zig");
+const SharedParker = @import("SharedParker.zig");
 
-/// Polls `f` (a pointer to a future) until it is ready and returns its output.
+/// Polls `f` (a pointer to a future) until it is ready and returns its output. Parks on a
+/// parker of the process-wide pool.
 pub fn blockOnThread(f: anytype) @typeInfo(@TypeOf(f)).pointer.child.Output {
-    return blockOnThreadSpin(f, 0);
+    return blockOnPool(SharedParker.Pool.global(), f, 0);
 }
 
-/// `blockOnThread`, spinning up to `spin_ns` before each park (see `Parker.parkSpin`).
-pub fn blockOnThreadSpin(f: anytype, spin_ns: u64) @typeInfo(@TypeOf(f)).pointer.child.Output {
+/// `blockOnThread` with a parker of `pool`, spinning up to `spin_ns` before each park (see
+/// `Parker.parkSpin`). Panics if the pool must allocate a parker and cannot.
+pub fn blockOnPool(pool: *SharedParker.Pool, f: anytype, spin_ns: u64) @typeInfo(@TypeOf(f)).pointer.child.Output {
     const F = @typeInfo(@TypeOf(f)).pointer.child;
     _ = future.OutputOf(F);
-    const parker = Parker.forCurrentThread();
-    const waker = parker.waker();
+    const parker = pool.acquire() catch @panic("blockOn: out of memory for the thread's parker");
+    defer parker.release();
+    const waker = parker.waker(); // Borrowed by the context; the future clones it to keep it.
     var cx = future.Context.init(&waker);
     while (true) {
         const scope = budget.Scope.begin(budget.units_per_poll);
@@ -67,4 +75,38 @@ test "blockOnThread parks until another thread wakes the future" {
     const t = try std.Thread.spawn(.{}, Setter.run, .{&flag});
     defer t.join();
     try std.testing.expectEqual(@as(u32, 7), blockOnThread(&flag));
+}
+
+test "a waker clone woken after blockOnThread returned and its thread exited is safe" {
+    const Waker = @import("Waker.zig");
+    // Registers two clones of the blockOn waker: the completion is published and `early` woken
+    // (another wake source), the thread returns and exits, then `late` is woken.
+    const TwoWakers = struct {
+        const Self = @This();
+        pub const Output = void;
+        done: std.atomic.Value(bool) = .init(false),
+        registered: std.atomic.Value(bool) = .init(false),
+        early: Waker = undefined,
+        late: Waker = undefined,
+
+        pub fn poll(self: *Self, cx: *future.Context) future.Poll(void) {
+            if (!self.registered.load(.monotonic)) {
+                self.early = cx.waker().clone();
+                self.late = cx.waker().clone();
+                self.registered.store(true, .release);
+            }
+            return if (self.done.load(.acquire)) .{ .ready = {} } else .pending;
+        }
+
+        fn run(self: *Self) void {
+            blockOnThread(self);
+        }
+    };
+    var f = TwoWakers{};
+    const thread = try std.Thread.spawn(.{}, TwoWakers.run, .{&f});
+    while (!f.registered.load(.acquire)) std.Thread.yield() catch {};
+    f.done.store(true, .release);
+    f.early.wake();
+    thread.join(); // Its stack and thread-local storage are gone now.
+    f.late.wake();
 }

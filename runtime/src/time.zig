@@ -9,6 +9,7 @@ pub const sleep = sleep_mod.sleep;
 pub const sleepUntil = sleep_mod.sleepUntil;
 pub const Timeout = sleep_mod.Timeout;
 pub const TimeoutError = sleep_mod.TimeoutError;
+pub const TimeoutOutput = sleep_mod.TimeoutOutput;
 pub const timeout = sleep_mod.timeout;
 pub const nowNs = @import("time/clock.zig").nowNs;
 pub const Wheel = @import("time/Wheel.zig");

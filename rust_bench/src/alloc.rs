@@ -70,19 +70,61 @@ pub fn read() -> Counts {
     Counts { bytes: BYTES.load(Ordering::Relaxed), count: COUNT.load(Ordering::Relaxed) }
 }
 
-/// One measured iteration (or echo batch): wall time and allocations during it.
+/// One measured iteration (or echo batch): wall time, process CPU time and allocations
+/// during it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sample {
     pub elapsed_ns: u64,
+    /// Process CPU time (user + system, all threads) consumed during the iteration.
+    pub cpu_ns: u64,
     pub alloc_bytes: u64,
     pub alloc_count: u64,
 }
 
-/// The start of a timed region. `start` resets the allocation counters and then reads the
-/// monotonic clock (CLOCK_MONOTONIC via `Instant`); `stop` reads the clock and then the
-/// counters. Everything between the two calls is the timed region; both sides of the
-/// benchmark use the same bracket (the Zig side's `Mark`).
+#[cfg(not(all(target_os = "linux", target_pointer_width = "64")))]
+compile_error!("process_cpu_ns declares glibc's clock_gettime for 64-bit Linux only");
+
+/// glibc's `struct timespec` on 64-bit Linux.
+#[repr(C)]
+struct Timespec {
+    tv_sec: i64,
+    tv_nsec: i64,
+}
+
+unsafe extern "C" {
+    /// glibc's `clock_gettime` (Rust's std links glibc; there is no `libc` crate here).
+    fn clock_gettime(clock: i32, tp: *mut Timespec) -> i32;
+}
+
+/// `CLOCK_PROCESS_CPUTIME_ID` of linux/time.h.
+const CLOCK_PROCESS_CPUTIME_ID: i32 = 2;
+
+/// CLOCK_PROCESS_CPUTIME_ID in nanoseconds: CPU time (user + system) of every thread of the
+/// process, living and exited — the clock the Zig side's `processCpuNs` reads, through the
+/// same glibc function (a system call: the vDSO serves only the wall clocks). Rust's std has
+/// no process CPU clock.
+#[inline]
+pub fn process_cpu_ns() -> u64 {
+    let mut ts = Timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec; the clock id is a constant Linux defines.
+    let rc = unsafe { clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "CLOCK_PROCESS_CPUTIME_ID is unavailable");
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The start of a timed region. The same bracket as the Zig side's `Mark`, with the reads in
+/// the same order:
+///
+/// ```text
+/// start: reset the allocation counters → read CLOCK_PROCESS_CPUTIME_ID → read CLOCK_MONOTONIC (Instant)
+/// ... the timed region ...
+/// stop:  read CLOCK_MONOTONIC → read CLOCK_PROCESS_CPUTIME_ID → read the allocation counters
+/// ```
+///
+/// The wall-clock region nests inside the CPU-clock region, so the CPU clock's system calls
+/// stay out of the wall time (runtime/bench/README.md, "CPU time").
 pub struct Mark {
+    started_cpu_ns: u64,
     started: Instant,
 }
 
@@ -90,17 +132,22 @@ impl Mark {
     #[inline]
     pub fn start() -> Mark {
         reset();
-        Mark { started: Instant::now() }
+        let started_cpu_ns = process_cpu_ns();
+        Mark { started_cpu_ns, started: Instant::now() }
     }
 
     #[inline]
     pub fn stop(self) -> Sample {
         let elapsed = self.started.elapsed();
+        let now_cpu_ns = process_cpu_ns();
         let counts = read();
         // A zero-length sample is impossible on a monotonic clock with real work; clamp to 1
         // so that the CSV contract (elapsed_ns > 0) holds even for a degenerate tiny test.
         let elapsed_ns = (elapsed.as_nanos() as u64).max(1);
-        Sample { elapsed_ns, alloc_bytes: counts.bytes, alloc_count: counts.count }
+        // The process CPU clock never goes back (exited threads' time stays in the sum);
+        // saturating all the same, like the Zig side.
+        let cpu_ns = now_cpu_ns.saturating_sub(self.started_cpu_ns);
+        Sample { elapsed_ns, cpu_ns, alloc_bytes: counts.bytes, alloc_count: counts.count }
     }
 }
 
@@ -118,5 +165,34 @@ mod tests {
         assert!(sample.alloc_count >= 1);
         assert!(sample.alloc_bytes >= 1000);
         assert!(sample.elapsed_ns >= 1);
+    }
+
+    fn busy_for(ms: u64) {
+        let until = Instant::now() + std::time::Duration::from_millis(ms);
+        let mut spins = 0u64;
+        while Instant::now() < until {
+            spins += 1;
+        }
+        std::hint::black_box(spins);
+    }
+
+    #[test]
+    fn a_busy_iteration_has_cpu_time() {
+        let mark = Mark::start();
+        busy_for(2);
+        let sample = mark.stop();
+        assert!(sample.cpu_ns > 0);
+        assert!(sample.elapsed_ns >= 2_000_000);
+        // Not asserted tighter than this: a preempted thread burns less CPU than wall time.
+        assert!(sample.cpu_ns >= 100_000, "{sample:?}");
+    }
+
+    #[test]
+    fn the_cpu_clock_is_process_wide() {
+        let mark = Mark::start();
+        // This thread sleeps in join: nearly all CPU time is the other thread's.
+        std::thread::spawn(|| busy_for(20)).join().unwrap();
+        let sample = mark.stop();
+        assert!(sample.cpu_ns >= 2_000_000, "{sample:?}");
     }
 }

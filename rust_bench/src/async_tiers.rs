@@ -1,7 +1,7 @@
 //! Tiers 3–4 of the micro suite: contended async primitives and task scheduling.
 //!
-//! Topology (BENCHMARKS.md): one multi-thread runtime with `num_workers` workers, built once
-//! per process outside any timing. Each benchmark runs as a *driver task* spawned onto that
+//! Topology (BENCHMARKS.md): one multi-thread runtime per worker count of the sweep, built by
+//! the selected variant (`variants::Variant::build_runtime`) outside any timing. Each benchmark runs as a *driver task* spawned onto that
 //! runtime (`rt.block_on(async { tokio::spawn(driver).await })`), so the spawns it times are
 //! worker-local. The driver runs warmup and measured iterations itself and takes the
 //! timestamps: from before the first spawn to after the last join (`Mark::start` /
@@ -31,16 +31,6 @@ use crate::sync_tiers::sum_below;
 type Samples = Result<Vec<Sample>, String>;
 /// What a benchmark task returns: a count or checksum, or what went wrong.
 type TaskResult = Result<u64, &'static str>;
-
-/// Builds the micro-suite runtime (`num_workers` workers; the time driver enabled as in
-/// Tokio's own benches).
-pub fn build_runtime(workers: u64) -> Result<Runtime, String> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(workers as usize)
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot build the Tokio runtime: {e}"))
-}
 
 /// Runs `driver` as a task spawned from `block_on`, and returns its samples.
 pub fn drive<F>(rt: &Runtime, driver: F) -> Samples
@@ -538,7 +528,7 @@ mod tests {
     #[test]
     fn every_async_benchmark_passes_its_check() {
         let c = tiny();
-        let rt = build_runtime(c.num_workers).unwrap();
+        let rt = crate::variants::select("tokio", "tokio").unwrap().build_runtime(c.num_workers).unwrap();
         let benches: [(&str, Driver); 11] = [
             ("channel_mpmc", |c| Box::pin(channel_mpmc(c))),
             ("channel_mpsc", |c| Box::pin(channel_mpsc(c))),
@@ -566,7 +556,7 @@ mod tests {
 
     #[test]
     fn a_panicking_driver_is_an_error() {
-        let rt = build_runtime(1).unwrap();
+        let rt = crate::variants::select("tokio", "tokio").unwrap().build_runtime(1).unwrap();
         let err = drive(&rt, async { panic!("driver exploded") }).unwrap_err();
         assert!(err.contains("driver task failed"), "{err}");
     }

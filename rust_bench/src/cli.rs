@@ -5,14 +5,16 @@ use std::path::PathBuf;
 
 pub const USAGE: &str = "\
 usage: tokio_bench [--suite micro|echo|all] [--quick | --profile full|quick] [--filter SUBSTR]...
-                   [--workers N] [--set KEY=VALUE]... [--invocation K]
+                   [--workers N[,N...]] [--variant NAME] [--set KEY=VALUE]... [--invocation K]
                    [--csv PATH] [--meta PATH] [--json] [--list] [--help]
 
   --suite S          micro (default), echo or all
   --quick            the quick profile of constants.json (same as --profile quick)
   --profile P        constant profile: full (default) or quick
   --filter SUBSTR    only benchmarks whose name contains SUBSTR (repeatable: any of them)
-  --workers N        same as --set num_workers=N
+  --workers N,...    worker counts of Tiers 3-4, run in this order, a fresh runtime each
+                     (default: num_workers); other tiers run once
+  --variant NAME     runtime variant of variants.json (default: tokio)
   --set KEY=VALUE    override one constant (comma-separated integers for list keys)
   --invocation K     value of the CSV invocation column (default 0)
   --csv PATH         write measured rows to PATH (atomically; PATH must not exist)
@@ -24,6 +26,11 @@ usage: tokio_bench [--suite micro|echo|all] [--quick | --profile full|quick] [--
 exit codes: 0 success, 1 a benchmark failed its own check (or results could not be written),
 2 bad command line
 ";
+
+/// Most worker counts in one `--workers` list (the Zig side's `worker_counts_max`).
+pub const WORKER_COUNTS_MAX: usize = 16;
+/// Largest worker count `--workers` accepts (a sanity bound, the same on both sides).
+pub const WORKER_COUNT_MAX: u64 = 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Suite {
@@ -47,8 +54,12 @@ pub struct Options {
     pub suite: Suite,
     pub profile: String,
     pub filters: Vec<String>,
-    /// `KEY=VALUE` overrides in command-line order (`--workers N` becomes `num_workers=N`).
+    /// `--set KEY=VALUE` overrides in command-line order.
     pub overrides: Vec<String>,
+    /// `--workers`, in command-line order; `None`: Tiers 3–4 run once at `num_workers`.
+    pub workers: Option<Vec<u64>>,
+    /// `--variant`; `None`: the program's own base runtime name.
+    pub variant: Option<String>,
     pub invocation: u64,
     pub csv: Option<PathBuf>,
     pub meta: Option<PathBuf>,
@@ -64,6 +75,8 @@ impl Default for Options {
             profile: "full".to_string(),
             filters: Vec::new(),
             overrides: Vec::new(),
+            workers: None,
+            variant: None,
             invocation: 0,
             csv: None,
             meta: None,
@@ -87,7 +100,7 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
         };
         let takes_value = matches!(
             flag,
-            "--suite" | "--profile" | "--filter" | "--workers" | "--set" | "--invocation" | "--csv" | "--meta"
+            "--suite" | "--profile" | "--filter" | "--workers" | "--variant" | "--set" | "--invocation" | "--csv" | "--meta"
         );
         let value = if takes_value {
             match inline {
@@ -126,9 +139,12 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
                 }
                 options.filters.push(value);
             }
-            "--workers" => {
-                value.parse::<u64>().map_err(|_| format!("--workers: '{value}' is not an integer"))?;
-                options.overrides.push(format!("num_workers={value}"));
+            "--workers" => options.workers = Some(parse_worker_counts(&value)?),
+            "--variant" => {
+                if value.is_empty() {
+                    return Err("--variant needs a name".to_string());
+                }
+                options.variant = Some(value);
             }
             "--set" => options.overrides.push(value),
             "--invocation" => {
@@ -144,6 +160,28 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
         }
     }
     Ok(options)
+}
+
+/// Parses `N[,N...]`: distinct counts in 1..=WORKER_COUNT_MAX, at most WORKER_COUNTS_MAX.
+pub fn parse_worker_counts(text: &str) -> Result<Vec<u64>, String> {
+    let mut counts: Vec<u64> = Vec::new();
+    for part in text.split(',') {
+        // Digits only, like the Zig side (`parse` alone would take `+1`).
+        let parsed = if !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()) { part.parse::<u64>().ok() } else { None };
+        let count =
+            parsed.ok_or_else(|| format!("--workers: '{text}' is not a list of positive integers (e.g. 1,2,4)"))?;
+        if count == 0 || count > WORKER_COUNT_MAX {
+            return Err(format!("--workers: {count} is outside 1..{WORKER_COUNT_MAX}"));
+        }
+        if counts.contains(&count) {
+            return Err(format!("--workers: {count} is given twice"));
+        }
+        if counts.len() == WORKER_COUNTS_MAX {
+            return Err(format!("--workers: more than {WORKER_COUNTS_MAX} counts"));
+        }
+        counts.push(count);
+    }
+    Ok(counts)
 }
 
 fn non_empty_path(flag: &str, value: String) -> Result<PathBuf, String> {
@@ -172,20 +210,32 @@ mod tests {
     #[test]
     fn every_flag() {
         let o = parse(&args(
-            "--suite all --quick --filter mutex --filter=echo --workers 2 --set sync_ops=5 --invocation 3 \
-             --csv out.csv --meta=m.json --json --list --help",
+            "--suite all --quick --filter mutex --filter=echo --workers 2 --set sync_ops=5 --variant tokio.x \
+             --invocation 3 --csv out.csv --meta=m.json --json --list --help",
         ))
         .unwrap();
         assert_eq!(o.suite, Suite::All);
         assert_eq!(o.profile, "quick");
         assert_eq!(o.filters, vec!["mutex", "echo"]);
-        assert_eq!(o.overrides, vec!["num_workers=2", "sync_ops=5"]);
+        assert_eq!(o.overrides, vec!["sync_ops=5"]);
+        assert_eq!(o.workers, Some(vec![2]));
+        assert_eq!(o.variant.as_deref(), Some("tokio.x"));
         assert_eq!(o.invocation, 3);
         assert_eq!(o.csv.unwrap(), PathBuf::from("out.csv"));
         assert_eq!(o.meta.unwrap(), PathBuf::from("m.json"));
         assert!(o.json && o.list && o.help);
         assert_eq!(parse(&args("--profile quick")).unwrap().profile, "quick");
-        assert_eq!(parse(&args("--set=echo_batch_sizes=1,2")).unwrap().overrides, vec!["echo_batch_sizes=1,2"]);
+        let p = parse(&args("--set=echo_batch_sizes=1,2")).unwrap();
+        assert_eq!(p.overrides, vec!["echo_batch_sizes=1,2"]);
+        assert!(p.workers.is_none() && p.variant.is_none());
+    }
+
+    #[test]
+    fn worker_lists_keep_their_order_and_the_last_one_wins() {
+        assert_eq!(parse(&args("--workers 4,1,2")).unwrap().workers, Some(vec![4, 1, 2]));
+        assert_eq!(parse(&args("--workers=1,2 --workers 8")).unwrap().workers, Some(vec![8]));
+        let many = parse(&args("--workers 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,1024")).unwrap();
+        assert_eq!(many.workers.unwrap().len(), WORKER_COUNTS_MAX);
     }
 
     #[test]
@@ -194,7 +244,19 @@ mod tests {
             ("--suite nope", "unknown suite"),
             ("--profile fast", "unknown profile"),
             ("--invocation -1", "not a non-negative integer"),
-            ("--workers x", "not an integer"),
+            ("--workers x", "not a list of positive integers"),
+            ("--workers 1,,2", "not a list of positive integers"),
+            ("--workers 1,2,", "not a list of positive integers"),
+            ("--workers -1", "not a list of positive integers"),
+            ("--workers +1", "not a list of positive integers"),
+            ("--workers 99999999999999999999999", "not a list of positive integers"),
+            ("--workers 0", "0 is outside 1..1024"),
+            ("--workers 1025", "1025 is outside 1..1024"),
+            ("--workers 2,4,2", "2 is given twice"),
+            ("--workers 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17", "more than 16 counts"),
+            ("--workers", "needs a value"),
+            ("--variant", "needs a value"),
+            ("--variant=", "needs a name"),
             ("--csv", "needs a value"),
             ("--bogus", "unknown argument"),
             ("--json=1", "takes no value"),

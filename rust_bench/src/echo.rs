@@ -32,15 +32,6 @@ use crate::harness::{Case, expect_eq};
 
 type Samples = Result<Vec<Sample>, String>;
 
-/// Builds the echo-suite runtime: multi-thread, 1 worker.
-pub fn build_runtime() -> Result<Runtime, String> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot build the Tokio runtime: {e}"))
-}
-
 /// A payload kind: how a caller takes its payload, how the echo task answers, how the caller
 /// checks the reply.
 pub trait Payload: Send + Sync + 'static {
@@ -242,7 +233,7 @@ mod tests {
 
     #[test]
     fn every_payload_round_trips() {
-        let rt = build_runtime().unwrap();
+        let rt = crate::variants::select("tokio", "tokio").unwrap().build_runtime(1).unwrap();
         for n in [1, 3] {
             assert_eq!(run_echo(&rt, F64Payload, n, 1, 2).unwrap().len(), 2);
             assert_eq!(run_echo(&rt, StringPayload::new(100), n, 1, 2).unwrap().len(), 2);
@@ -268,7 +259,7 @@ mod tests {
 
     #[test]
     fn a_wrong_reply_fails_the_benchmark() {
-        let rt = build_runtime().unwrap();
+        let rt = crate::variants::select("tokio", "tokio").unwrap().build_runtime(1).unwrap();
         let err = run_echo(&rt, Corrupting, 2, 0, 1).unwrap_err();
         assert!(err.contains("wrong or missing reply"), "{err}");
     }

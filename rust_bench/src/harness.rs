@@ -22,16 +22,39 @@ pub struct Case {
     /// Echo only: batch size and payload size; 0 in the micro suite.
     pub n: u64,
     pub size: u64,
+    /// Worker threads of the runtime the case runs on (the CSV `workers` column): 0 for
+    /// Tiers 0–2 (no runtime), the sweep's count for Tiers 3–4 (`with_workers`), 1 for echo.
+    pub workers: u64,
 }
 
 impl Case {
     pub fn micro(tier: u8, name: &'static str, ops: u64) -> Case {
-        Case { suite: "micro", tier, name, param: String::new(), ops, n: 0, size: 0 }
+        Case { suite: "micro", tier, name, param: String::new(), ops, n: 0, size: 0, workers: 0 }
     }
 
-    /// Key in the summary JSON: `name` or `name[param]`.
-    pub fn key(&self) -> String {
-        if self.param.is_empty() { self.name.to_string() } else { format!("{}[{}]", self.name, self.param) }
+    pub fn echo(name: &'static str, param: String, n: u64, size: u64) -> Case {
+        Case { suite: "echo", tier: 0, name, param, ops: n, n, size, workers: 1 }
+    }
+
+    /// Whether the case runs on the micro suite's runtime (Tiers 3–4: the worker sweep).
+    pub fn swept(&self) -> bool {
+        self.suite == "micro" && self.tier >= 3
+    }
+
+    /// The Tier 3–4 case at `workers` workers.
+    pub fn with_workers(&self, workers: u64) -> Case {
+        assert!(self.swept() && workers >= 1);
+        Case { workers, ..self.clone() }
+    }
+
+    /// Key in the summary JSON: `name` or `name[param]`, and `@w<workers>` for a Tier 3–4
+    /// case when the run sweeps more than one worker count (`sweep`).
+    pub fn key(&self, sweep: bool) -> String {
+        let mut key = if self.param.is_empty() { self.name.to_string() } else { format!("{}[{}]", self.name, self.param) };
+        if sweep && self.swept() {
+            key.push_str(&format!("@w{}", self.workers));
+        }
+        key
     }
 
     pub fn list_line(&self) -> String {
@@ -65,6 +88,15 @@ impl Outcome {
     pub fn ops_per_sec(&self) -> f64 {
         let ns = self.ns_per_op();
         if ns > 0.0 { 1e9 / ns } else { 0.0 }
+    }
+
+    /// Median of the measured CPU times (same rule as `median_ns`).
+    pub fn median_cpu_ns(&self) -> u64 {
+        median(self.samples.iter().map(|s| s.cpu_ns).collect())
+    }
+
+    pub fn cpu_ns_per_op(&self) -> f64 {
+        self.median_cpu_ns() as f64 / self.case.ops as f64
     }
 
     /// Mean over measured iterations of the bytes allocated, divided by ops.
@@ -119,19 +151,31 @@ pub fn expect_eq<T: PartialEq + std::fmt::Debug>(what: &str, got: T, want: T) ->
     if got == want { Ok(()) } else { Err(format!("{what} = {got:?}, expected {want:?}")) }
 }
 
+/// `# start suite=S benchmark=B param=P workers=W` on stderr (before the case runs).
 pub fn progress_start(case: &Case) {
-    eprintln!("# start suite={} benchmark={} param={}", case.suite, case.name, case.param);
+    eprintln!("{}", start_line(case));
 }
 
+/// `# done ... workers=W median_ns_per_op=X median_cpu_ns_per_op=Y` on stderr (after it).
 pub fn progress_done(outcome: &Outcome) {
+    eprintln!("{}", done_line(outcome));
+}
+
+fn start_line(case: &Case) -> String {
+    format!("# start suite={} benchmark={} param={} workers={}", case.suite, case.name, case.param, case.workers)
+}
+
+fn done_line(outcome: &Outcome) -> String {
     let case = &outcome.case;
-    eprintln!(
-        "# done suite={} benchmark={} param={} median_ns_per_op={:.3}",
+    format!(
+        "# done suite={} benchmark={} param={} workers={} median_ns_per_op={:.3} median_cpu_ns_per_op={:.3}",
         case.suite,
         case.name,
         case.param,
-        outcome.ns_per_op()
-    );
+        case.workers,
+        outcome.ns_per_op(),
+        outcome.cpu_ns_per_op()
+    )
 }
 
 /// Number of measured samples a case must produce.
@@ -144,7 +188,7 @@ mod tests {
     use super::*;
 
     fn sample(ns: u64) -> Sample {
-        Sample { elapsed_ns: ns, alloc_bytes: 8, alloc_count: 1 }
+        Sample { elapsed_ns: ns, cpu_ns: 2 * ns, alloc_bytes: 8, alloc_count: 1 }
     }
 
     #[test]
@@ -162,6 +206,8 @@ mod tests {
         assert_eq!(outcome.median_ns(), 60);
         assert_eq!(outcome.min_ns(), 40);
         assert_eq!(outcome.ns_per_op(), 15.0);
+        assert_eq!(outcome.median_cpu_ns(), 120);
+        assert_eq!(outcome.cpu_ns_per_op(), 30.0);
         assert_eq!(outcome.bytes_per_op(), 2.0);
         assert_eq!(outcome.allocs_per_op(), 0.25);
     }
@@ -177,11 +223,37 @@ mod tests {
     #[test]
     fn keys_and_list_lines() {
         let mut case = Case::micro(1, "mutex", 10);
-        assert_eq!(case.key(), "mutex");
+        assert_eq!(case.key(true), "mutex");
         assert_eq!(case.list_line(), "micro 1 mutex");
         case.param = "n=10".to_string();
-        assert_eq!(case.key(), "mutex[n=10]");
+        assert_eq!(case.key(true), "mutex[n=10]");
         assert_eq!(case.list_line(), "micro 1 mutex n=10");
         assert!(expect_eq("count", 1, 2).unwrap_err().contains("count = 1, expected 2"));
+    }
+
+    #[test]
+    fn workers_per_tier_and_the_key_suffix_only_for_tier_3_4_in_a_sweep() {
+        assert_eq!(Case::micro(0, "floor_cas_store", 1).workers, 0);
+        assert_eq!(Case::micro(2, "watch", 1).workers, 0);
+        assert_eq!(Case::echo("echo_f64", "n=1".into(), 1, 8).workers, 1);
+        let spawn = Case::micro(4, "task_spawn", 1).with_workers(2);
+        assert_eq!(spawn.workers, 2);
+        assert!(spawn.swept() && !Case::micro(2, "watch", 1).swept() && !Case::echo("e", "n=1".into(), 1, 8).swept());
+        assert_eq!(spawn.key(true), "task_spawn@w2");
+        assert_eq!(spawn.key(false), "task_spawn");
+        assert_eq!(Case::micro(1, "mutex", 1).key(true), "mutex");
+    }
+
+    #[test]
+    fn progress_lines_name_the_benchmark_and_the_worker_count() {
+        let spawn = Case::micro(4, "task_spawn", 1).with_workers(2);
+        assert_eq!(start_line(&spawn), "# start suite=micro benchmark=task_spawn param= workers=2");
+        let echo = Case::echo("echo_f64", "n=10".into(), 10, 8);
+        assert_eq!(start_line(&echo), "# start suite=echo benchmark=echo_f64 param=n=10 workers=1");
+        let sample = Sample { elapsed_ns: 100, cpu_ns: 250, alloc_bytes: 0, alloc_count: 0 };
+        assert_eq!(
+            done_line(&Outcome { case: echo, samples: vec![sample] }),
+            "# done suite=echo benchmark=echo_f64 param=n=10 workers=1 median_ns_per_op=10.000 median_cpu_ns_per_op=25.000"
+        );
     }
 }

@@ -1,10 +1,12 @@
 //! tokio_bench: the Tokio side of the ampere vs Tokio benchmarks.
 //!
 //! Same program interface, benchmarks, CSV/JSON/metadata as the Zig side
-//! (runtime/bench/README.md). Flow: parse the command line, load the constants profile and
-//! apply overrides, select the cases, then run them one by one (progress on stderr between
-//! cases, never inside a timed region), and finally write the CSV and print the table or the
-//! summary JSON. A benchmark that fails its own check stops the program with exit code 1.
+//! (runtime/bench/README.md). Flow: parse the command line, select the runtime variant
+//! (variants.json), load the constants profile and apply overrides, select the cases and plan
+//! the run (Tiers 3–4 once per worker count of `--workers`), then run them one by one
+//! (progress on stderr between cases, never inside a timed region), and finally write the CSV
+//! and print the table or the summary JSON. A benchmark that fails its own check stops the
+//! program with exit code 1; a bad command line exits with 2.
 
 mod alloc;
 mod async_tiers;
@@ -14,6 +16,7 @@ mod echo;
 mod harness;
 mod output;
 mod sync_tiers;
+mod variants;
 
 use std::pin::Pin;
 use std::process::ExitCode;
@@ -23,10 +26,12 @@ use tokio::runtime::Runtime;
 use crate::alloc::{CountingAlloc, Sample};
 use crate::constants::{Constants, sweep_sizes};
 use crate::harness::{Case, Outcome};
+use crate::variants::Variant;
 
 #[global_allocator]
 static GLOBAL: CountingAlloc = CountingAlloc;
 
+/// The base runtime of this program; the default `--variant`.
 const RUNTIME: &str = "tokio";
 
 type Samples = Result<Vec<Sample>, String>;
@@ -37,7 +42,7 @@ type AsyncDriver = fn(Constants) -> Pin<Box<dyn Future<Output = Samples> + Send>
 enum Runner {
     /// Tiers 0–2: on the calling thread, no runtime.
     Sync(fn(&Constants) -> Samples),
-    /// Tiers 3–4: a driver task on the `num_workers` runtime.
+    /// Tiers 3–4: a driver task on the runtime with the case's worker count.
     Async(AsyncDriver),
     /// The echo suite: `echo::run_case` on the 1-worker runtime.
     Echo,
@@ -122,7 +127,7 @@ fn micro_ops(name: &str, c: &Constants) -> u64 {
 
 /// The cases (benchmark × param) of one benchmark.
 fn cases_of(bench: &Bench, c: &Constants) -> Vec<Case> {
-    let echo_case = |param: String, n: u64, size: u64| Case { suite: "echo", tier: 0, name: bench.name, param, ops: n, n, size };
+    let echo_case = |param: String, n: u64, size: u64| Case::echo(bench.name, param, n, size);
     match bench.name {
         "echo_f64" | "echo_string_1mib" | "echo_bytes_1mib" => {
             let size = if bench.name == "echo_f64" { 8 } else { c.echo_payload_bytes };
@@ -159,28 +164,65 @@ fn select(options: &cli::Options, c: &Constants) -> Vec<(Case, Runner)> {
     selected
 }
 
-/// Runtimes, each built once per process on first use (never inside a timed region).
-#[derive(Default)]
-struct Runtimes {
-    micro: Option<Runtime>,
+/// The run order: the selected cases in canonical order, with the contiguous Tier 3–4 block
+/// run once per worker count, in `worker_counts` order (one runtime per count, see
+/// `Runtimes::micro`); every other case once.
+fn plan(selected: Vec<(Case, Runner)>, worker_counts: &[u64]) -> Vec<(Case, Runner)> {
+    assert!(!worker_counts.is_empty());
+    let mut planned = Vec::new();
+    let mut i = 0;
+    while i < selected.len() {
+        if !selected[i].0.swept() {
+            planned.push(selected[i].clone());
+            i += 1;
+            continue;
+        }
+        let end = i + selected[i..].iter().take_while(|(case, _)| case.swept()).count();
+        for &workers in worker_counts {
+            planned.extend(selected[i..end].iter().map(|(case, runner)| (case.with_workers(workers), *runner)));
+        }
+        i = end;
+    }
+    planned
+}
+
+/// The runtimes of the process, each built on first use (never inside a timed region) by the
+/// variant: the micro runtime with the case's worker count — replaced by a fresh runtime when
+/// the count changes (the worker sweep) — and the 1-worker echo runtime.
+struct Runtimes<'v> {
+    variant: &'v Variant,
+    micro: Option<(u64, Runtime)>,
     echo: Option<Runtime>,
+}
+
+impl<'v> Runtimes<'v> {
+    fn new(variant: &'v Variant) -> Runtimes<'v> {
+        Runtimes { variant, micro: None, echo: None }
+    }
+
+    fn micro(&mut self, workers: u64) -> Result<&Runtime, String> {
+        if self.micro.as_ref().is_some_and(|(count, _)| *count != workers) {
+            self.micro = None; // drop: shuts the old runtime down before the next is built
+        }
+        if self.micro.is_none() {
+            self.micro = Some((workers, self.variant.build_runtime(workers)?));
+        }
+        Ok(&self.micro.as_ref().expect("built above").1)
+    }
+
+    fn echo(&mut self) -> Result<&Runtime, String> {
+        if self.echo.is_none() {
+            self.echo = Some(self.variant.build_runtime(1)?);
+        }
+        Ok(self.echo.as_ref().expect("built above"))
+    }
 }
 
 fn run_case(case: &Case, runner: Runner, c: &Constants, rts: &mut Runtimes) -> Samples {
     match runner {
         Runner::Sync(f) => f(c),
-        Runner::Async(driver) => {
-            if rts.micro.is_none() {
-                rts.micro = Some(async_tiers::build_runtime(c.num_workers)?);
-            }
-            async_tiers::drive(rts.micro.as_ref().expect("built above"), driver(c.clone()))
-        }
-        Runner::Echo => {
-            if rts.echo.is_none() {
-                rts.echo = Some(echo::build_runtime()?);
-            }
-            echo::run_case(rts.echo.as_ref().expect("built above"), case, c)
-        }
+        Runner::Async(driver) => async_tiers::drive(rts.micro(case.workers)?, driver(c.clone())),
+        Runner::Echo => echo::run_case(rts.echo()?, case, c),
     }
 }
 
@@ -197,10 +239,12 @@ fn run(args: &[String]) -> Result<(), Failure> {
         print!("{}", cli::USAGE);
         return Ok(());
     }
+    let variant = variants::select(RUNTIME, options.variant.as_deref().unwrap_or(RUNTIME)).map_err(Failure::Usage)?;
     let mut constants = Constants::load(&options.profile).map_err(Failure::Usage)?;
     for assignment in &options.overrides {
         constants.apply_override(assignment).map_err(Failure::Usage)?;
     }
+    let worker_counts = options.workers.clone().unwrap_or_else(|| vec![constants.num_workers]);
     let selected = select(&options, &constants);
     if selected.is_empty() {
         return Err(Failure::Usage("no benchmark matches the suite and filters".to_string()));
@@ -221,12 +265,13 @@ fn run(args: &[String]) -> Result<(), Failure> {
         }
     }
     if let Some(path) = &options.meta {
-        output::write_atomic(path, &output::meta().render()).map_err(Failure::Run)?;
+        output::write_atomic(path, &output::meta(&variant).render()).map_err(Failure::Run)?;
     }
 
-    let mut runtimes = Runtimes::default();
-    let mut outcomes = Vec::with_capacity(selected.len());
-    for (case, runner) in selected {
+    let planned = plan(selected, &worker_counts);
+    let mut runtimes = Runtimes::new(&variant);
+    let mut outcomes = Vec::with_capacity(planned.len());
+    for (case, runner) in planned {
         harness::progress_start(&case);
         let samples = run_case(&case, runner, &constants, &mut runtimes)
             .map_err(|e| Failure::Run(format!("{}: {e}", case.name)))?;
@@ -238,14 +283,17 @@ fn run(args: &[String]) -> Result<(), Failure> {
         harness::progress_done(&outcome);
         outcomes.push(outcome);
     }
+    // Shut the runtimes down after the last benchmark, as the Zig side does.
+    drop(runtimes);
 
     if let Some(path) = &options.csv {
-        output::write_atomic(path, &output::csv(RUNTIME, options.invocation, &outcomes)).map_err(Failure::Run)?;
+        output::write_atomic(path, &output::csv(&variant.name, options.invocation, &outcomes)).map_err(Failure::Run)?;
     }
     if options.json {
-        print!("{}", output::summary(RUNTIME, &options.profile, options.invocation, &constants, &outcomes).render());
+        let summary = output::summary(&variant, &options.profile, options.invocation, &constants, &worker_counts, &outcomes);
+        print!("{}", summary.render());
     } else {
-        print!("{}", output::table(RUNTIME, &outcomes));
+        print!("{}", output::table(&variant.name, &outcomes));
     }
     Ok(())
 }
@@ -314,12 +362,72 @@ mod tests {
 
     #[test]
     fn command_line_errors_exit_2() {
-        for line in ["--suite nope", "--set nope=1", "--set sync_ops=x", "--filter zzz_no_such", "--profile x"] {
+        for (line, needle) in [
+            ("--suite nope", "unknown suite"),
+            ("--set nope=1", "unknown key"),
+            ("--set sync_ops=x", "not a non-negative integer"),
+            ("--filter zzz_no_such", "no benchmark matches"),
+            ("--profile x", "unknown profile"),
+            ("--workers 0", "0 is outside 1..1024"),
+            ("--variant ampere.nospin", "--variant ampere.nospin: a variant of ampere; this program runs tokio variants only"),
+            ("--variant tokio.turbo", "--variant: unknown variant 'tokio.turbo'"),
+        ] {
             match run(&strings(line)) {
-                Err(Failure::Usage(_)) => {}
+                Err(Failure::Usage(message)) => {
+                    assert!(message.contains(needle) && !message.contains('\n'), "{line}: {message}")
+                }
                 _ => panic!("{line}: expected a usage error"),
             }
         }
+    }
+
+    #[test]
+    fn plan_runs_tier_3_4_once_per_worker_count_in_order() {
+        let c = Constants::load("quick").unwrap();
+        let selected = select(&cli::parse(&strings("--suite all --filter task_spawn --filter mutex --filter echo_f64")).unwrap(), &c);
+        let planned = plan(selected, &[4, 1]);
+        let order: Vec<String> = planned.iter().map(|(case, _)| format!("{}:{}", case.name, case.workers)).collect();
+        assert_eq!(
+            order,
+            vec![
+                "mutex:0", "mutex_contended:4", "task_spawn:4", "task_spawn_batch:4", "mutex_contended:1", "task_spawn:1",
+                "task_spawn_batch:1", "echo_f64:1", "echo_f64:1"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_worker_sweep_runs_tier_3_4_per_count_with_fresh_runtimes() {
+        let variant = variants::select(RUNTIME, RUNTIME).unwrap();
+        let mut runtimes = Runtimes::new(&variant);
+        assert_eq!(runtimes.micro(2).unwrap().metrics().num_workers(), 2);
+        assert_eq!(runtimes.micro(1).unwrap().metrics().num_workers(), 1);
+        assert_eq!(runtimes.echo().unwrap().metrics().num_workers(), 1);
+
+        let dir = std::env::temp_dir().join(format!("tokio_bench_sweep_{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let csv = dir.join("tokio.csv");
+        let line = format!(
+            "--quick --suite all --filter fetch_add --filter yield_many --filter echo_f64 --set echo_batch_sizes=2 \
+             --workers 2,1 --csv {}",
+            csv.display()
+        );
+        assert!(run(&strings(&line)).is_ok());
+        let text = std::fs::read_to_string(&csv).unwrap();
+        let mut rows = text.lines();
+        assert_eq!(rows.next().unwrap(), output::CSV_HEADER);
+        // (benchmark, workers, rows): 3 iterations each, echo 5 batches.
+        for (name, workers, count) in [("floor_fetch_add", 0, 3), ("yield_many", 2, 3), ("yield_many", 1, 3), ("echo_f64", 1, 5)] {
+            for _ in 0..count {
+                let columns: Vec<&str> = rows.next().unwrap().split(',').collect();
+                assert_eq!(columns.len(), 13);
+                assert_eq!((columns[0], columns[4]), ("tokio", name));
+                assert_eq!(columns[10].parse::<u64>().unwrap(), workers);
+                assert!(columns[9].parse::<u64>().unwrap() > 0, "cpu_ns of real work");
+            }
+        }
+        assert!(rows.next().is_none());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -340,9 +448,12 @@ mod tests {
         // mutex + mutex_contended: 3 iterations each; echo_f64 n=1, n=10: 2 batches each.
         assert_eq!(rows.len(), 1 + 3 + 3 + 2 + 2);
         assert!(rows[1].starts_with("tokio,1,micro,1,mutex,,0,2000,"));
+        assert_eq!(rows[1].split(',').nth(10), Some("0"), "workers: Tier 1 has no runtime");
         assert!(rows.iter().any(|r| r.starts_with("tokio,1,echo,0,echo_f64,n=10,1,10,")));
         let meta_json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&meta).unwrap()).unwrap();
         assert_eq!(meta_json["compiler"], "rustc");
+        assert_eq!(meta_json["variant"], "tokio");
+        assert_eq!(meta_json["schema_version"], 2);
         // A second run must refuse to overwrite.
         assert!(matches!(run(&strings(&line)), Err(Failure::Usage(_))));
         std::fs::remove_dir_all(&dir).unwrap();

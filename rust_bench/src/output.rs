@@ -7,8 +7,14 @@ use std::path::Path;
 
 use crate::constants::Constants;
 use crate::harness::Outcome;
+use crate::variants::Variant;
 
-pub const CSV_HEADER: &str = "runtime,invocation,suite,tier,benchmark,param,iteration,ops,elapsed_ns,alloc_bytes,alloc_count";
+/// Version of the data contract the CSV and meta.json follow (data/README.md).
+pub const SCHEMA_VERSION: u64 = 2;
+
+/// The CSV header of schema 2, in the contract's column order.
+pub const CSV_HEADER: &str =
+    "runtime,invocation,suite,tier,benchmark,param,iteration,ops,elapsed_ns,cpu_ns,workers,alloc_bytes,alloc_count";
 
 /// A JSON value with ordered object keys (serde_json's map would sort them).
 #[derive(Debug, Clone, PartialEq)]
@@ -81,7 +87,12 @@ pub fn constants_json(c: &Constants) -> Json {
     Json::Obj(fields)
 }
 
-/// The CSV text of all measured rows.
+/// The variant's settings as a JSON object, in `KNOWN_SETTINGS` order.
+pub fn settings_json(variant: &Variant) -> Json {
+    Json::Obj(variant.settings().into_iter().map(|(name, value)| (name.to_string(), Json::Int(value))).collect())
+}
+
+/// The CSV text of all measured rows; `runtime` is the variant name (`tokio`, `tokio.x`).
 pub fn csv(runtime: &str, invocation: u64, outcomes: &[Outcome]) -> String {
     let mut out = String::from(CSV_HEADER);
     out.push('\n');
@@ -90,23 +101,43 @@ pub fn csv(runtime: &str, invocation: u64, outcomes: &[Outcome]) -> String {
         for (iteration, s) in outcome.samples.iter().enumerate() {
             let _ = writeln!(
                 out,
-                "{runtime},{invocation},{},{},{},{},{iteration},{},{},{},{}",
-                case.suite, case.tier, case.name, case.param, case.ops, s.elapsed_ns, s.alloc_bytes, s.alloc_count
+                "{runtime},{invocation},{},{},{},{},{iteration},{},{},{},{},{},{}",
+                case.suite,
+                case.tier,
+                case.name,
+                case.param,
+                case.ops,
+                s.elapsed_ns,
+                s.cpu_ns,
+                case.workers,
+                s.alloc_bytes,
+                s.alloc_count
             );
         }
     }
     out
 }
 
-/// The summary JSON (`--json`).
-pub fn summary(runtime: &str, profile: &str, invocation: u64, c: &Constants, outcomes: &[Outcome]) -> Json {
+/// The summary JSON (`--json`). `worker_counts` are the Tier 3–4 counts of the run; with
+/// more than one, Tier 3–4 keys get an `@w<N>` suffix.
+pub fn summary(
+    variant: &Variant,
+    profile: &str,
+    invocation: u64,
+    c: &Constants,
+    worker_counts: &[u64],
+    outcomes: &[Outcome],
+) -> Json {
     let metadata = Json::Obj(vec![
-        ("runtime".into(), Json::str(runtime)),
+        ("runtime".into(), Json::str(variant.runtime)),
+        ("variant".into(), Json::str(variant.name.clone())),
+        ("variant_settings".into(), settings_json(variant)),
         ("profile".into(), Json::str(profile)),
         ("invocation".into(), Json::Int(invocation)),
-        ("workers".into(), Json::Int(c.num_workers)),
+        ("workers".into(), Json::List(worker_counts.iter().map(|w| Json::Int(*w)).collect())),
         ("constants".into(), constants_json(c)),
     ]);
+    let sweep = worker_counts.len() > 1;
     let benchmarks = outcomes
         .iter()
         .map(|o| {
@@ -114,15 +145,18 @@ pub fn summary(runtime: &str, profile: &str, invocation: u64, c: &Constants, out
                 ("suite".into(), Json::str(o.case.suite)),
                 ("tier".into(), Json::Int(o.case.tier as u64)),
                 ("param".into(), Json::str(o.case.param.clone())),
+                ("workers".into(), Json::Int(o.case.workers)),
                 ("ns_per_op".into(), Json::Float(o.ns_per_op())),
                 ("ops_per_sec".into(), Json::Float(o.ops_per_sec())),
                 ("median_ns".into(), Json::Int(o.median_ns())),
                 ("min_ns".into(), Json::Int(o.min_ns())),
+                ("cpu_ns_per_op".into(), Json::Float(o.cpu_ns_per_op())),
+                ("median_cpu_ns".into(), Json::Int(o.median_cpu_ns())),
                 ("ops_per_iter".into(), Json::Int(o.case.ops)),
                 ("bytes_per_op".into(), Json::Float(o.bytes_per_op())),
                 ("allocs_per_op".into(), Json::Float(o.allocs_per_op())),
             ]);
-            (o.case.key(), entry)
+            (o.case.key(sweep), entry)
         })
         .collect();
     Json::Obj(vec![("metadata".into(), metadata), ("benchmarks".into(), Json::Obj(benchmarks))])
@@ -133,21 +167,34 @@ pub fn table(runtime: &str, outcomes: &[Outcome]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<6} {:>4}  {:<20} {:<12} {:>14} {:>16} {:>14} {:>14} {:>12} {:>10}",
-        "suite", "tier", "benchmark", "param", "ns/op", "ops/sec", "median_ns", "min_ns", "B/op", "allocs/op"
+        "{:<6} {:>4}  {:<20} {:<12} {:>7} {:>14} {:>16} {:>14} {:>14} {:>14} {:>12} {:>10}",
+        "suite",
+        "tier",
+        "benchmark",
+        "param",
+        "workers",
+        "ns/op",
+        "ops/sec",
+        "median_ns",
+        "min_ns",
+        "cpu_ns/op",
+        "B/op",
+        "allocs/op"
     );
     for o in outcomes {
         let _ = writeln!(
             out,
-            "{:<6} {:>4}  {:<20} {:<12} {:>14.3} {:>16.0} {:>14} {:>14} {:>12.3} {:>10.4}",
+            "{:<6} {:>4}  {:<20} {:<12} {:>7} {:>14.3} {:>16.0} {:>14} {:>14} {:>14.3} {:>12.3} {:>10.4}",
             o.case.suite,
             o.case.tier,
             o.case.name,
             o.case.param,
+            o.case.workers,
             o.ns_per_op(),
             o.ops_per_sec(),
             o.median_ns(),
             o.min_ns(),
+            o.cpu_ns_per_op(),
             o.bytes_per_op(),
             o.allocs_per_op()
         );
@@ -206,7 +253,7 @@ pub fn pretty_name(os_release: &str) -> Option<String> {
 }
 
 /// The metadata JSON (`--meta`).
-pub fn meta() -> Json {
+pub fn meta(variant: &Variant) -> Json {
     let tokio_version = env!("TOKIO_BENCH_TOKIO_VERSION");
     let rustflags = env!("TOKIO_BENCH_RUSTFLAGS");
     let build_mode = if cfg!(debug_assertions) {
@@ -215,8 +262,12 @@ pub fn meta() -> Json {
         format!("release (opt-level=3, lto=fat, codegen-units=1, rustflags: {})",
                 if rustflags.is_empty() { "none" } else { rustflags })
     };
+    assert_eq!(variant.runtime, "tokio");
     Json::Obj(vec![
-        ("runtime".into(), Json::str("tokio")),
+        ("schema_version".into(), Json::Int(SCHEMA_VERSION)),
+        ("runtime".into(), Json::str(variant.runtime)),
+        ("variant".into(), Json::str(variant.name.clone())),
+        ("variant_settings".into(), settings_json(variant)),
         ("runtime_version".into(), Json::str(tokio_version)),
         ("compiler".into(), Json::str("rustc")),
         ("compiler_version".into(), Json::str(env!("TOKIO_BENCH_RUSTC_VERSION"))),
@@ -259,45 +310,101 @@ mod tests {
     use crate::harness::Case;
 
     fn outcome() -> Outcome {
-        let mut case = Case::micro(1, "mutex", 10);
-        case.param = String::new();
+        outcome_of(Case::micro(1, "mutex", 10))
+    }
+
+    fn outcome_of(case: Case) -> Outcome {
         Outcome {
             case,
             samples: vec![
-                Sample { elapsed_ns: 100, alloc_bytes: 0, alloc_count: 0 },
-                Sample { elapsed_ns: 120, alloc_bytes: 20, alloc_count: 2 },
+                Sample { elapsed_ns: 100, cpu_ns: 90, alloc_bytes: 0, alloc_count: 0 },
+                Sample { elapsed_ns: 120, cpu_ns: 130, alloc_bytes: 20, alloc_count: 2 },
             ],
         }
     }
 
+    fn variant(name: &str, values: [Option<u64>; 5]) -> Variant {
+        Variant { name: name.to_string(), runtime: "tokio", values }
+    }
+
     #[test]
-    fn csv_has_header_and_one_row_per_sample() {
-        let text = csv("tokio", 2, &[outcome()]);
+    fn csv_header_is_schema_2_in_the_contracts_order() {
+        assert_eq!(
+            CSV_HEADER,
+            "runtime,invocation,suite,tier,benchmark,param,iteration,ops,elapsed_ns,cpu_ns,workers,alloc_bytes,alloc_count"
+        );
+    }
+
+    #[test]
+    fn csv_has_header_and_one_row_per_sample_with_cpu_ns_and_workers() {
+        let spawn = outcome_of(Case::micro(4, "task_spawn", 10).with_workers(2));
+        let mut echo = outcome_of(Case::echo("echo_f64", "n=10".into(), 10, 8));
+        echo.samples.truncate(1);
+        let text = csv("tokio.x", 2, &[outcome(), spawn, echo]);
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines[0], CSV_HEADER);
-        assert_eq!(lines.len(), 3);
-        assert_eq!(lines[1], "tokio,2,micro,1,mutex,,0,10,100,0,0");
-        assert_eq!(lines[2], "tokio,2,micro,1,mutex,,1,10,120,20,2");
+        assert_eq!(
+            lines,
+            vec![
+                CSV_HEADER,
+                "tokio.x,2,micro,1,mutex,,0,10,100,90,0,0,0",
+                "tokio.x,2,micro,1,mutex,,1,10,120,130,0,20,2",
+                "tokio.x,2,micro,4,task_spawn,,0,10,100,90,2,0,0",
+                "tokio.x,2,micro,4,task_spawn,,1,10,120,130,2,20,2",
+                "tokio.x,2,echo,0,echo_f64,n=10,0,10,100,90,1,0,0",
+            ]
+        );
     }
 
     #[test]
     fn summary_is_valid_json_of_the_documented_shape() {
         let c = Constants::load("quick").unwrap();
-        let text = summary("tokio", "quick", 0, &c, &[outcome()]).render();
+        let v = variant("tokio.x", [None, None, None, Some(31), None]);
+        let text = summary(&v, "quick", 0, &c, &[4], &[outcome()]).render();
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["metadata"]["runtime"], "tokio");
+        assert_eq!(v["metadata"]["variant"], "tokio.x");
+        assert_eq!(v["metadata"]["variant_settings"], serde_json::json!({"global_queue_interval": 31}));
+        assert_eq!(v["metadata"]["workers"], serde_json::json!([4]));
         assert_eq!(v["metadata"]["constants"]["echo_batch_sizes"], serde_json::json!([1, 10]));
         let m = &v["benchmarks"]["mutex"];
         assert_eq!(m["median_ns"], 110);
         assert_eq!(m["ns_per_op"], 11.0);
+        assert_eq!(m["median_cpu_ns"], 110);
+        assert_eq!(m["cpu_ns_per_op"], 11.0);
+        assert_eq!(m["workers"], 0);
         assert_eq!(m["allocs_per_op"], 0.1);
         assert_eq!(m["param"], "");
     }
 
     #[test]
-    fn meta_is_valid_json_with_machine_facts() {
-        let v: serde_json::Value = serde_json::from_str(&meta().render()).unwrap();
+    fn summary_keys_get_the_worker_suffix_only_in_a_sweep() {
+        let c = Constants::load("quick").unwrap();
+        let base = variant("tokio", [None; 5]);
+        let outcomes = [
+            outcome(),
+            outcome_of(Case::micro(4, "task_spawn", 10).with_workers(1)),
+            outcome_of(Case::micro(4, "task_spawn", 10).with_workers(2)),
+        ];
+        let text = summary(&base, "quick", 0, &c, &[1, 2], &outcomes).render();
+        // Keys in output order (serde_json's map would sort them): the depth-2 lines after "benchmarks".
+        let benchmarks = text.split("\"benchmarks\": {").nth(1).unwrap();
+        let keys: Vec<&str> =
+            benchmarks.lines().filter(|l| l.starts_with("    \"")).map(|l| l.trim().split('"').nth(1).unwrap()).collect();
+        assert_eq!(keys, vec!["mutex", "task_spawn@w1", "task_spawn@w2"]);
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["benchmarks"]["task_spawn@w2"]["workers"], 2);
+        assert_eq!(v["metadata"]["variant_settings"], serde_json::json!({}));
+        let single = summary(&base, "quick", 0, &c, &[2], &outcomes[2..]).render();
+        assert!(single.contains("\"task_spawn\": {"), "{single}");
+    }
+
+    #[test]
+    fn meta_is_valid_json_with_schema_version_variant_and_machine_facts() {
+        let v: serde_json::Value = serde_json::from_str(&meta(&variant("tokio", [None; 5])).render()).unwrap();
+        assert_eq!(v["schema_version"], 2);
         assert_eq!(v["runtime"], "tokio");
+        assert_eq!(v["variant"], "tokio");
+        assert_eq!(v["variant_settings"], serde_json::json!({}));
         assert!(v["tokio_version"].as_str().unwrap().starts_with("1."));
         assert!(v["machine"]["logical_cores"].as_u64().unwrap() >= 1);
     }

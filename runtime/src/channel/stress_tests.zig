@@ -9,7 +9,7 @@ const assert = std.debug.assert;
 const future = @import("../future.zig");
 const Context = future.Context;
 const Waker = @import("../Waker.zig");
-const Parker = @import("../Parker.zig");
+const SharedParker = @import("../SharedParker.zig");
 const blockOnThread = @import("../block_on.zig").blockOnThread;
 const test_support = @import("../testing.zig");
 const CountingAllocator = @import("../CountingAllocator.zig");
@@ -134,7 +134,8 @@ test "stress: bounded MPMC with capacity 1 and a non-power-of-two capacity" {
 /// Polls `f` on this thread like `blockOnThread`, but at random moments while it is pending
 /// cancels it instead (returns null; the caller takes the value back and retries).
 fn pollOrCancel(f: anytype, random: std.Random) ?@TypeOf(f.*).Output {
-    const parker = Parker.forCurrentThread();
+    const parker = SharedParker.Pool.global().acquire() catch @panic("out of memory for a parker");
+    defer parker.release();
     const waker = parker.waker();
     var cx = Context.init(&waker);
     while (true) {

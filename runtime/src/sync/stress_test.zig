@@ -15,7 +15,7 @@ const blockOnThread = @import("../block_on.zig").blockOnThread;
 const CountingAllocator = @import("../CountingAllocator.zig");
 const future = @import("../future.zig");
 const Waker = @import("../Waker.zig");
-const Parker = @import("../Parker.zig");
+const SharedParker = @import("../SharedParker.zig");
 const Semaphore = @import("Semaphore.zig");
 const Mutex = @import("Mutex.zig");
 const RwLock = @import("RwLock.zig");
@@ -53,7 +53,8 @@ fn check(failures: *Atomic(u32), ok: bool) void {
 /// Polls `f` once with this thread's parker waker; if still pending, cancels it when
 /// `cancel_it`, else runs it to completion. Returns true if it completed.
 fn pollOnceThen(f: anytype, cancel_it: bool) bool {
-    const parker = Parker.forCurrentThread();
+    const parker = SharedParker.Pool.global().acquire() catch @panic("out of memory for a parker");
+    defer parker.release();
     const waker = parker.waker();
     var cx = future.Context.init(&waker);
     if (f.poll(&cx) == .ready) return true;

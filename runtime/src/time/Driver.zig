@@ -8,6 +8,9 @@
 //! *after* the waker was taken out of the entry, under the mutex; the future reads it with
 //! acquire and may complete and be freed as soon as it sees it — so the firing thread never
 //! touches the entry after setting `fired`, and wakes the collected wakers after unlocking.
+//! Like every primitive, the driver never wakes or drops a waker under its lock (`process`,
+//! `updateWaker` and `cancel` take it out under the lock and release it after): a drop may
+//! free a task or recycle a parker, and a wake may run scheduler code.
 //!
 //! ## Who fires timers
 //!
@@ -29,6 +32,7 @@
 //!   re-arms), or the worker sees the deadline and tries to become the owner.
 
 const std = @import("std");
+const builtin = @import("builtin");
 const Lock = @import("../Lock.zig");
 const assert = std.debug.assert;
 const Waker = @import("../Waker.zig");
@@ -64,6 +68,12 @@ owner: std.atomic.Value(u32) = .init(no_owner),
 kick: Kick,
 /// Set by `shutdown` (under `mutex`): every registration from then on expires at once.
 is_shut_down: bool = false,
+
+/// Tests only (compiled out otherwise): runs in `process` after a batch of timers was published
+/// as fired and the lock released, before their wakers are woken — the window in which the
+/// waiting side may already have seen `fired`, returned and gone away.
+pub var test_hook_before_wake: if (builtin.is_test) std.atomic.Value(?*const fn (*Driver) void) else void =
+    if (builtin.is_test) .init(null) else {};
 
 pub fn init(kick: Kick) Driver {
     return .{ .wheel = Wheel.init(0), .start_ns = clock.nowNs(), .kick = kick };
@@ -103,27 +113,36 @@ pub fn register(self: *Driver, entry: *TimerEntry, deadline_ms: u64, waker: *con
 }
 
 /// Replaces the stored waker if it would wake someone else. False if the entry already fired.
+/// The replaced waker is dropped after unlocking (a drop may free a task or a parker).
 pub fn updateWaker(self: *Driver, entry: *TimerEntry, waker: *const Waker) bool {
-    self.mutex.lock();
-    defer self.mutex.unlock();
-    if (entry.fired.load(.monotonic)) return false;
-    assert(entry.node.linked);
-    if (!entry.waker.?.willWakeSame(waker)) {
-        entry.waker.?.drop();
+    const replaced: Waker = blk: {
+        self.mutex.lock();
+        defer self.mutex.unlock();
+        if (entry.fired.load(.monotonic)) return false;
+        assert(entry.node.linked);
+        const stored = entry.waker.?;
+        if (stored.willWakeSame(waker)) return true;
         entry.waker = waker.clone();
-    }
+        break :blk stored;
+    };
+    replaced.drop();
     return true;
 }
 
-/// Disarms `entry` if it has not fired. Afterwards the driver holds no reference to it.
+/// Disarms `entry` if it has not fired. Afterwards the driver holds no reference to it; its
+/// waker is dropped after unlocking.
 pub fn cancel(self: *Driver, entry: *TimerEntry) void {
-    self.mutex.lock();
-    defer self.mutex.unlock();
-    if (!entry.node.linked) return;
-    self.wheel.remove(&entry.node);
-    if (entry.waker) |w| w.drop();
-    entry.waker = null;
+    const removed: ?Waker = blk: {
+        self.mutex.lock();
+        defer self.mutex.unlock();
+        if (!entry.node.linked) return;
+        self.wheel.remove(&entry.node);
+        const stored = entry.waker;
+        entry.waker = null;
+        break :blk stored;
+    };
     // `next_deadline_ms` may now be early; the owner wakes, finds nothing and re-arms.
+    if (removed) |w| w.drop();
 }
 
 /// Fires every entry due at `now_ms`; returns how many fired.
@@ -146,6 +165,7 @@ pub fn process(self: *Driver, now_ms: u64) usize {
             self.next_deadline_ms.store(self.wheel.nextDeadline() orelse none, .seq_cst);
             break :blk finished;
         };
+        if (builtin.is_test and due.len > 0) if (test_hook_before_wake.load(.acquire)) |hook| hook(self);
         for (wakers[0..due.len]) |w| w.wake();
         fired_total += due.len;
         if (finished) return fired_total;
@@ -193,7 +213,7 @@ pub fn parkTimeoutNs(self: *const Driver) ?u64 {
     const next = self.next_deadline_ms.load(.seq_cst);
     if (next == none) return null;
     const now_ns = clock.nowNs() -| self.start_ns;
-    const deadline_ns = next * std.time.ns_per_ms;
+    const deadline_ns = next *| std.time.ns_per_ms; // Deadlines are exact, however far.
     return deadline_ns -| now_ns;
 }
 
@@ -258,4 +278,72 @@ test "process fires timers in deadline order as time advances" {
         if (fired > before) last_fired_deadline = now;
         for (&entries) |*e| if (!e.fired.load(.acquire)) try std.testing.expect(e.node.deadline_ms > now);
     }
+}
+
+/// A waker that records whether it was dropped or woken while the driver's lock was held.
+const LockProbe = struct {
+    driver: *Driver,
+    refs: i32 = 0,
+    released: u32 = 0,
+    released_under_lock: u32 = 0,
+
+    fn waker(self: *LockProbe) Waker {
+        self.refs += 1;
+        return .{ .data = self, .vtable = &probe_vtable };
+    }
+
+    const probe_vtable = Waker.VTable{ .clone = clone, .wake = release, .wake_by_ref = wakeByRef, .drop = release };
+
+    fn from(data: ?*anyopaque) *LockProbe {
+        return @ptrCast(@alignCast(data.?));
+    }
+
+    fn clone(data: ?*anyopaque) Waker {
+        return from(data).waker();
+    }
+
+    fn wakeByRef(data: ?*anyopaque) void {
+        from(data).check();
+    }
+
+    fn release(data: ?*anyopaque) void {
+        const self = from(data);
+        self.check();
+        self.refs -= 1;
+    }
+
+    /// Single-threaded test: the lock is busy only if the driver holds it around this call.
+    fn check(self: *LockProbe) void {
+        self.released += 1;
+        if (self.driver.mutex.tryLock()) self.driver.mutex.unlock() else self.released_under_lock += 1;
+    }
+};
+
+test "wakers are dropped and woken outside the driver's lock" {
+    const Noop = struct {
+        fn kick(context: *anyopaque) void {
+            _ = context;
+        }
+    };
+    var driver = Driver.init(.{ .context = undefined, .function = Noop.kick });
+    var first = LockProbe{ .driver = &driver };
+    var second = LockProbe{ .driver = &driver };
+    const first_waker = first.waker();
+    defer first_waker.drop();
+    const second_waker = second.waker();
+    defer second_waker.drop();
+    const now = driver.nowMs();
+
+    var entry = TimerEntry{};
+    try std.testing.expectEqual(Registration.registered, driver.register(&entry, now + 10, &first_waker));
+    try std.testing.expect(driver.updateWaker(&entry, &second_waker)); // Drops first's clone.
+    driver.cancel(&entry); // Drops second's clone.
+    try std.testing.expectEqual(Registration.registered, driver.register(&entry, now + 10, &first_waker));
+    try std.testing.expectEqual(@as(usize, 1), driver.process(now + 10)); // Wakes first's clone.
+
+    try std.testing.expectEqual(@as(u32, 2), first.released);
+    try std.testing.expectEqual(@as(u32, 1), second.released);
+    try std.testing.expectEqual(@as(u32, 0), first.released_under_lock + second.released_under_lock);
+    try std.testing.expectEqual(@as(i32, 1), first.refs); // Only the test's own wakers remain.
+    try std.testing.expectEqual(@as(i32, 1), second.refs);
 }

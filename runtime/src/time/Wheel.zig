@@ -2,23 +2,32 @@
 //!
 //! Level `l` slots are 64^l ms wide, so level 0 covers the next 64 ms with 1 ms slots, level 1
 //! the next ~4 s with 64 ms slots, ..., level 5 ~2.2 years. An entry goes to the level of the
-//! highest 6-bit digit in which its deadline differs from `elapsed` (the wheel's current
-//! time); its slot is that digit of the deadline. Inserting and removing are O(1) (intrusive
+//! highest 6-bit digit in which its wheel time differs from `elapsed` (the wheel's current
+//! time); its slot is that digit of its wheel time. Inserting and removing are O(1) (intrusive
 //! doubly-linked lists, one occupancy bitmap per level).
 //!
+//! Wheel time: an entry's `deadline_ms` is kept exactly; the slot it sits in is chosen from
+//! `min(deadline_ms, elapsed_ms + range_max_ms)`, because the wheel spans only ~2.2 years.
+//!
 //! Advancing: the next expiration is the earliest occupied slot over all levels. When time
-//! reaches a level-0 slot, its entries are due. When it reaches the start of a higher-level
-//! slot, the entries there are re-inserted relative to the new `elapsed`, which puts each of
-//! them at a lower level ("cascading"), until they reach level 0 and expire on their exact
-//! millisecond.
+//! reaches a slot (its start, for levels above 0), the whole slot is taken out at once: entries
+//! whose deadline has come go to the `pending` list, the others are re-inserted relative to the
+//! new `elapsed` — at a lower level ("cascading"), or, for a deadline beyond the range, again at
+//! the top level. So an entry is handed out only once `elapsed_ms >= deadline_ms`: never early,
+//! however far its deadline. `advance` hands out pending entries in batches of at most
+//! `DueList.capacity_max` (the driver wakes them outside its lock); while any are pending, the
+//! next deadline is "now". (Before the pending list, a slot holding more than one batch of due
+//! entries kept the rest in place, and they looked due one whole period later: 4 s at level 1.)
 //!
 //! Invariant: every occupied slot of level `l` starts after `elapsed` within the current
-//! level-(l+1) period, because an entry whose deadline lies in a later period differs from
+//! level-(l+1) period, because an entry whose wheel time lies in a later period differs from
 //! `elapsed` in a higher digit and therefore sits at a higher level — except at the top level,
-//! where deadlines clamped to the wheel's range can fall into the next top-level period, in a
-//! slot at or before the current one. So the next occupied slot of a level is found by
-//! rotating its bitmap to the current slot and counting trailing zeros, and a top-level slot
-//! that does not start after `elapsed` expires one period later.
+//! where a wheel time clamped to `elapsed + range_max_ms` falls into the next top-level period,
+//! in a slot at or before the current one. So the next occupied slot of a level is the first
+//! occupied slot after the current one (mask the bitmap, count trailing zeros); only at the top
+//! level, when there is none, is it the first occupied slot of the next period. (Rotating the
+//! bitmap to the current slot instead found a next-period slot equal to the current one before
+//! the later slots of the current period, and held their entries back a whole period.)
 //!
 //! Not thread-safe: the timer driver owns it under its mutex.
 
@@ -30,13 +39,18 @@ const Wheel = @This();
 pub const levels: u6 = 6;
 pub const slots_per_level: u7 = 64;
 const slot_bits: u6 = 6;
-/// Deadlines further than this from `elapsed` are clamped (about 2.2 years).
+/// The furthest wheel time from `elapsed` (about 2.2 years); later deadlines are re-inserted
+/// until they come within range.
 pub const range_max_ms: u64 = (@as(u64, 1) << (@as(u6, slot_bits) * levels)) - 1;
+/// `Entry.level` of an entry on the pending list (due, not handed out yet).
+const pending_level: u8 = levels;
 
 pub const Entry = struct {
+    /// The exact deadline: the entry is never handed out before `elapsed_ms` reaches it.
     deadline_ms: u64 = 0,
     prev: ?*Entry = null,
     next: ?*Entry = null,
+    /// 0..levels-1, or `pending_level`.
     level: u8 = 0,
     slot: u8 = 0,
     linked: bool = false,
@@ -49,47 +63,58 @@ const Level = struct {
 
 elapsed_ms: u64 = 0,
 level_table: [levels]Level = @splat(.{}),
+/// Entries due at or before `elapsed_ms`, taken out of their slot, not handed out yet.
+pending: ?*Entry = null,
+/// Entries linked (in a slot or pending).
 count: usize = 0,
 
 pub fn init(elapsed_ms: u64) Wheel {
     return .{ .elapsed_ms = elapsed_ms };
 }
 
-fn levelFor(elapsed_ms: u64, deadline_ms: u64) u6 {
-    // Deadlines in the next top-level period (possible only near the end of the range) go
+fn levelFor(elapsed_ms: u64, when_ms: u64) u6 {
+    // Wheel times in the next top-level period (possible only near the end of the range) go
     // to the top level; `nextExpiration` rolls their slot into the next period.
-    const masked: u64 = @min((elapsed_ms ^ deadline_ms) | (slots_per_level - 1), range_max_ms - 1);
+    const masked: u64 = @min((elapsed_ms ^ when_ms) | (slots_per_level - 1), range_max_ms - 1);
     const significant: u6 = @intCast(63 - @clz(masked));
     const level = significant / slot_bits;
     assert(level < levels);
     return level;
 }
 
-fn slotFor(deadline_ms: u64, level: u6) u6 {
-    return @truncate(deadline_ms >> (level * slot_bits));
+fn slotFor(when_ms: u64, level: u6) u6 {
+    return @truncate(when_ms >> (level * slot_bits));
 }
 
 /// Inserts `entry` with `deadline_ms`, which must be later than `elapsed_ms` (an entry due
-/// now is the caller's to fire). Far deadlines are clamped to the wheel's range.
+/// now is the caller's to fire). Any deadline is allowed: beyond the range, the entry is
+/// re-inserted as time approaches it.
 pub fn insert(self: *Wheel, entry: *Entry, deadline_ms: u64) void {
     assert(!entry.linked);
     assert(deadline_ms > self.elapsed_ms);
-    entry.deadline_ms = @min(deadline_ms, self.elapsed_ms + range_max_ms);
+    entry.deadline_ms = deadline_ms;
     self.link(entry);
     self.count += 1;
 }
 
+/// Puts `entry` (deadline after `elapsed`) into the slot of its wheel time.
 fn link(self: *Wheel, entry: *Entry) void {
-    const level = levelFor(self.elapsed_ms, entry.deadline_ms);
-    const slot = slotFor(entry.deadline_ms, level);
+    assert(entry.deadline_ms > self.elapsed_ms);
+    const when_ms = @min(entry.deadline_ms, self.elapsed_ms +| range_max_ms);
+    const level = levelFor(self.elapsed_ms, when_ms);
+    const slot = slotFor(when_ms, level);
     const table = &self.level_table[level];
     entry.level = level;
     entry.slot = slot;
-    entry.prev = null;
-    entry.next = table.heads[slot];
-    if (table.heads[slot]) |head| head.prev = entry;
-    table.heads[slot] = entry;
+    pushFront(&table.heads[slot], entry);
     table.occupied |= @as(u64, 1) << slot;
+}
+
+fn pushFront(head: *?*Entry, entry: *Entry) void {
+    entry.prev = null;
+    entry.next = head.*;
+    if (head.*) |first| first.prev = entry;
+    head.* = entry;
     entry.linked = true;
 }
 
@@ -100,13 +125,18 @@ pub fn remove(self: *Wheel, entry: *Entry) void {
 }
 
 fn unlink(self: *Wheel, entry: *Entry) void {
-    const table = &self.level_table[entry.level];
+    const head: *?*Entry = if (entry.level == pending_level)
+        &self.pending
+    else
+        &self.level_table[entry.level].heads[entry.slot];
     if (entry.prev) |prev| prev.next = entry.next else {
-        assert(table.heads[entry.slot] == entry);
-        table.heads[entry.slot] = entry.next;
+        assert(head.* == entry);
+        head.* = entry.next;
     }
     if (entry.next) |next| next.prev = entry.prev;
-    if (table.heads[entry.slot] == null) table.occupied &= ~(@as(u64, 1) << @intCast(entry.slot));
+    if (entry.level != pending_level and head.* == null) {
+        self.level_table[entry.level].occupied &= ~(@as(u64, 1) << @intCast(entry.slot));
+    }
     entry.prev = null;
     entry.next = null;
     entry.linked = false;
@@ -114,7 +144,7 @@ fn unlink(self: *Wheel, entry: *Entry) void {
 
 pub const Expiration = struct { level: u6, slot: u6, deadline_ms: u64 };
 
-/// The earliest occupied slot, or null when the wheel is empty.
+/// The earliest occupied slot, or null when no slot is occupied (pending entries aside).
 pub fn nextExpiration(self: *const Wheel) ?Expiration {
     var best: ?Expiration = null;
     for (0..levels) |index| {
@@ -125,22 +155,30 @@ pub fn nextExpiration(self: *const Wheel) ?Expiration {
         const slot_width = @as(u64, 1) << shift;
         const period: u64 = slot_width * slots_per_level;
         const current: u6 = slotFor(self.elapsed_ms, level);
-        const distance: u6 = @intCast(@ctz(std.math.rotr(u64, occupied, current)));
-        const slot: u6 = current +% distance;
         const period_start = self.elapsed_ms & ~(period - 1);
-        var deadline = period_start + @as(u64, slot) * slot_width;
-        // A slot at or before the current one can only hold entries of the next period
-        // (clamped far deadlines, see the module comment): it expires one period later.
-        if (deadline <= self.elapsed_ms and level > 0) deadline += period;
-        const candidate = Expiration{ .level = level, .slot = slot, .deadline_ms = @max(deadline, self.elapsed_ms) };
+        // Slots after the current one belong to the current period. Slots at or before it can
+        // only hold wheel times of the next period (clamped far deadlines at the top level,
+        // see the module comment): they expire one period later, after every later slot.
+        const later = occupied & std.math.shl(u64, ~@as(u64, 0), @as(u7, current) + 1);
+        const candidate: Expiration = if (later != 0) blk: {
+            const slot: u6 = @intCast(@ctz(later));
+            break :blk .{ .level = level, .slot = slot, .deadline_ms = period_start + @as(u64, slot) * slot_width };
+        } else blk: {
+            assert(level == levels - 1);
+            const slot: u6 = @intCast(@ctz(occupied));
+            break :blk .{ .level = level, .slot = slot, .deadline_ms = period_start +| period +| @as(u64, slot) * slot_width };
+        };
+        assert(candidate.deadline_ms > self.elapsed_ms);
         if (best == null or candidate.deadline_ms < best.?.deadline_ms) best = candidate;
     }
     return best;
 }
 
-/// The earliest deadline of any entry, in ms (exact for level 0, a lower bound otherwise —
-/// good enough to decide how long to sleep: waking at a slot start cascades and re-arms).
+/// When `advance` must next be called: `elapsed_ms` while entries are pending, otherwise the
+/// earliest occupied slot (exact for level 0, a lower bound otherwise — good enough to decide
+/// how long to sleep: waking at a slot start cascades and re-arms), or null when empty.
 pub fn nextDeadline(self: *const Wheel) ?u64 {
+    if (self.pending != null) return self.elapsed_ms;
     const expiration = self.nextExpiration() orelse return null;
     return expiration.deadline_ms;
 }
@@ -148,25 +186,42 @@ pub fn nextDeadline(self: *const Wheel) ?u64 {
 /// Advances to `now_ms`, appending every entry due at or before it to `due` (unlinked, in no
 /// particular order). Stops early, returning false, if `due` is full; call again to continue.
 pub fn advance(self: *Wheel, now_ms: u64, due: *DueList) bool {
-    while (self.nextExpiration()) |expiration| {
+    while (true) {
+        while (self.pending) |entry| {
+            if (due.isFull()) return false;
+            self.remove(entry);
+            due.append(entry);
+        }
+        const expiration = self.nextExpiration() orelse break;
         if (expiration.deadline_ms > now_ms) break;
         self.elapsed_ms = expiration.deadline_ms;
-        const table = &self.level_table[expiration.level];
-        while (table.heads[expiration.slot]) |entry| {
-            if (entry.deadline_ms <= self.elapsed_ms) {
-                if (due.isFull()) return false;
-                self.unlink(entry);
-                self.count -= 1;
-                due.append(entry);
-            } else {
-                self.unlink(entry);
-                self.link(entry); // Cascades to a lower level.
-                assert(entry.level < expiration.level);
-            }
-        }
+        self.expireSlot(expiration);
     }
     if (now_ms > self.elapsed_ms) self.elapsed_ms = now_ms;
     return true;
+}
+
+/// Time has reached `expiration`'s slot: empties it, moving due entries to `pending` and
+/// re-inserting the others relative to the new `elapsed_ms`.
+fn expireSlot(self: *Wheel, expiration: Expiration) void {
+    const table = &self.level_table[expiration.level];
+    var list = table.heads[expiration.slot];
+    table.heads[expiration.slot] = null;
+    table.occupied &= ~(@as(u64, 1) << expiration.slot);
+    var moved: usize = 0;
+    while (list) |entry| : (moved += 1) {
+        assert(moved < self.count); // Bounded by the entries in the wheel.
+        list = entry.next;
+        if (entry.deadline_ms <= self.elapsed_ms) {
+            entry.level = pending_level;
+            pushFront(&self.pending, entry);
+        } else {
+            self.link(entry);
+            // Down a level, or (a deadline beyond the range) again at the top in a later slot.
+            assert(entry.level < expiration.level or entry.level == levels - 1);
+            assert(entry.level != expiration.level or entry.slot != expiration.slot);
+        }
+    }
 }
 
 /// A bounded batch of due entries (fired outside the driver's lock).
@@ -192,6 +247,10 @@ pub const DueList = struct {
 
 /// Unlinks and returns any one entry, or null when the wheel is empty (shutdown drains it).
 pub fn popAny(self: *Wheel) ?*Entry {
+    if (self.pending) |entry| {
+        self.remove(entry);
+        return entry;
+    }
     for (&self.level_table) |*table| {
         if (table.occupied == 0) continue;
         const slot: u6 = @intCast(@ctz(table.occupied));
@@ -247,28 +306,29 @@ test "a big jump fires everything due, in batches, and keeps the rest" {
     try std.testing.expectEqual(@as(usize, 48), wheel.count);
 }
 
-test "a clamped far deadline neither spins the wheel nor fires early, and fires in the end" {
+test "a deadline of sleep(maxInt) neither spins the wheel nor delays near ones, and never fires" {
     var wheel = Wheel.init(1000);
     var far = Entry{};
     var near = Entry{};
-    wheel.insert(&far, std.math.maxInt(u64) / 2); // e.g. sleep(maxInt): clamped
-    const far_deadline = far.deadline_ms;
-    try std.testing.expectEqual(@as(u64, 1000 + range_max_ms), far_deadline);
+    wheel.insert(&far, std.math.maxInt(u64) / 2); // e.g. sleep(maxInt): kept exactly
+    try std.testing.expectEqual(@as(u64, std.math.maxInt(u64) / 2), far.deadline_ms);
     try std.testing.expect(wheel.nextDeadline().? > 1000);
     wheel.insert(&near, 1005);
     var fired: std.ArrayList(u64) = .empty;
     defer fired.deinit(std.testing.allocator);
     try drain(&wheel, 1005, &fired); // Another timer firing must not touch the far one.
     try std.testing.expectEqualSlices(u64, &.{1005}, fired.items);
+    // Ten wheel ranges (~22 years) in steps of ~100 days: re-inserted, never handed out.
     var now: u64 = 1005;
-    while (now < far_deadline - 1) {
-        now = @min(far_deadline - 1, now + (@as(u64, 1) << 33));
+    while (now < 10 * range_max_ms) {
+        now += @as(u64, 1) << 33;
         try drain(&wheel, now, &fired);
         try std.testing.expectEqual(@as(usize, 1), fired.items.len);
         try std.testing.expect(wheel.nextDeadline().? > now);
+        try std.testing.expect(far.linked and far.level == levels - 1);
     }
-    try drain(&wheel, far_deadline, &fired);
-    try std.testing.expectEqualSlices(u64, &.{ 1005, far_deadline }, fired.items);
+    wheel.remove(&far);
+    try std.testing.expectEqual(@as(usize, 0), wheel.count);
 }
 
 test "random deadlines fire in time and never early" {
@@ -296,4 +356,143 @@ test "random deadlines fire in time and never early" {
         if (wheel.nextDeadline()) |next| try std.testing.expect(next > now);
     }
     try std.testing.expectEqual(entries.len, fired_total);
+}
+
+test "a deadline beyond the wheel's range (3 years) never fires early and fires on its millisecond" {
+    const year_ms: u64 = 365 * std.time.ms_per_day;
+    const start: u64 = 1000;
+    const deadline = start + 3 * year_ms;
+    try std.testing.expect(deadline - start > range_max_ms);
+    var fired: std.ArrayList(u64) = .empty;
+    defer fired.deinit(std.testing.allocator);
+
+    // Coarse steps (~12 days), as a long-running process would advance.
+    var coarse = Wheel.init(start);
+    var far = Entry{};
+    coarse.insert(&far, deadline);
+    var now = start;
+    while (now < deadline - 1) {
+        now = @min(deadline - 1, now + (@as(u64, 1) << 30));
+        try drain(&coarse, now, &fired);
+        try std.testing.expectEqual(@as(usize, 0), fired.items.len);
+        try std.testing.expect(coarse.nextDeadline().? > now);
+    }
+    try drain(&coarse, deadline, &fired);
+    try std.testing.expectEqualSlices(u64, &.{deadline}, fired.items);
+
+    // Jumping from one expiration to the next, as a driver sleeping until `nextDeadline` does.
+    fired.clearRetainingCapacity();
+    var jumping = Wheel.init(start);
+    var far_again = Entry{};
+    jumping.insert(&far_again, deadline);
+    var jumps: u32 = 0;
+    while (fired.items.len == 0) : (jumps += 1) {
+        try std.testing.expect(jumps < 4 * levels);
+        const next = jumping.nextDeadline().?;
+        try std.testing.expect(next > jumping.elapsed_ms and next <= deadline);
+        try drain(&jumping, next, &fired);
+    }
+    try std.testing.expectEqualSlices(u64, &.{deadline}, fired.items);
+    try std.testing.expectEqual(@as(usize, 0), jumping.count);
+}
+
+test "more than a batch due at one higher-level slot start: all fire on time" {
+    var wheel = Wheel.init(0);
+    var entries: [100]Entry = @splat(.{});
+    for (&entries) |*e| wheel.insert(e, 64); // Level 1, slot 1.
+    var due = DueList{};
+    try std.testing.expect(!wheel.advance(64, &due));
+    try std.testing.expectEqual(@as(usize, DueList.capacity_max), due.len);
+    for (due.slice()) |entry| try std.testing.expectEqual(@as(u64, 64), entry.deadline_ms);
+    // The rest is due now, not a level-1 period (64 × 64 ms) later.
+    try std.testing.expectEqual(@as(?u64, 64), wheel.nextDeadline());
+    var later = Entry{};
+    wheel.insert(&later, 70);
+    // One of the rest is cancelled while it waits for the next batch.
+    const cancelled = for (&entries) |*e| {
+        if (e.linked) break e;
+    } else unreachable;
+    wheel.remove(cancelled);
+    due.len = 0;
+    try std.testing.expect(wheel.advance(64, &due));
+    try std.testing.expectEqual(@as(usize, 100 - DueList.capacity_max - 1), due.len);
+    for (&entries) |*e| try std.testing.expect(!e.linked);
+    try std.testing.expectEqual(@as(usize, 1), wheel.count);
+    try std.testing.expectEqual(@as(?u64, 70), wheel.nextDeadline());
+}
+
+test "random clustered and far deadlines: after each advance exactly the due entries were handed out" {
+    const ampere_testing = @import("../testing.zig");
+    const seed = ampere_testing.seed();
+    errdefer ampere_testing.reportSeed("wheel clustered and far deadlines", seed);
+    var prng = std.Random.DefaultPrng.init(seed);
+    const random = prng.random();
+    var wheel = Wheel.init(random.int(u32));
+    const start = wheel.elapsed_ms;
+    var entries: [600]Entry = @splat(.{});
+    var deadlines: [entries.len]u64 = undefined;
+    for (&entries, &deadlines, 0..) |*e, *d, i| {
+        d.* = start + 1 + switch (i % 3) {
+            0 => random.uintLessThan(u64, 64) * 4096, // Clusters far above one batch.
+            1 => random.uintLessThan(u64, 3 * range_max_ms), // Beyond the range.
+            else => random.uintLessThan(u64, 1 << 20),
+        };
+        wheel.insert(e, d.*);
+    }
+    var now = start;
+    var handed_out: usize = 0;
+    var steps: u32 = 0;
+    while (wheel.count > 0) : (steps += 1) {
+        try std.testing.expect(steps < 100_000);
+        // Small steps, jumps to the next deadline, and big jumps.
+        now = switch (random.uintLessThan(u8, 3)) {
+            0 => now + 1 + random.uintLessThan(u64, 5_000),
+            1 => @max(now, wheel.nextDeadline().?),
+            else => now + random.uintLessThan(u64, 1 << 34),
+        };
+        while (true) {
+            var due = DueList{};
+            const finished = wheel.advance(now, &due);
+            for (due.slice()) |entry| try std.testing.expect(entry.deadline_ms <= now);
+            handed_out += due.len;
+            if (finished) break;
+        }
+        var due_total: usize = 0;
+        for (deadlines) |d| due_total += @intFromBool(d <= now);
+        try std.testing.expectEqual(due_total, handed_out);
+        if (wheel.nextDeadline()) |next| try std.testing.expect(next > now);
+    }
+    try std.testing.expectEqual(entries.len, handed_out);
+}
+
+test "a far timer in the top level's wrap slot does not hold back later top-level slots" {
+    // sleep(maxInt) at 1000 ms sits in the top level's current slot (next period); a 25-day
+    // timer sits in a later top-level slot of the current period and must fire on its day.
+    var wheel = Wheel.init(1000);
+    var far = Entry{};
+    wheel.insert(&far, std.math.maxInt(u64) / 2);
+    var month = Entry{};
+    const month_deadline: u64 = 1000 + 25 * std.time.ms_per_day;
+    wheel.insert(&month, month_deadline);
+    try std.testing.expect(month.level == levels - 1 and far.level == levels - 1 and month.slot > far.slot);
+    try std.testing.expect(wheel.nextDeadline().? <= month_deadline);
+    var fired: std.ArrayList(u64) = .empty;
+    defer fired.deinit(std.testing.allocator);
+    try drain(&wheel, month_deadline, &fired);
+    try std.testing.expectEqualSlices(u64, &.{month_deadline}, fired.items);
+}
+
+test "popAny drains entries waiting in slots and on the pending list" {
+    var wheel = Wheel.init(0);
+    var entries: [100]Entry = @splat(.{});
+    for (&entries) |*e| wheel.insert(e, 64);
+    var far = Entry{};
+    wheel.insert(&far, 1 << 40);
+    var due = DueList{};
+    try std.testing.expect(!wheel.advance(64, &due)); // 36 left pending.
+    var popped: usize = 0;
+    while (wheel.popAny()) |entry| : (popped += 1) try std.testing.expect(!entry.linked);
+    try std.testing.expectEqual(@as(usize, 100 - DueList.capacity_max + 1), popped);
+    try std.testing.expectEqual(@as(usize, 0), wheel.count);
+    try std.testing.expect(wheel.nextDeadline() == null);
 }

@@ -3,7 +3,8 @@
 //! The deadline is fixed when the future is created (like Tokio's `sleep`), not when it is
 //! first polled. The timer entry lives inside the `Sleep` future; the first poll registers it
 //! with the current runtime's timer driver (the runtime of the worker, `blockOn` or blocking
-//! thread polling it). Timers have 1 ms resolution and never fire early.
+//! thread polling it). Timers have 1 ms resolution and never fire early, however far their
+//! deadline.
 
 const std = @import("std");
 const assert = std.debug.assert;
@@ -62,19 +63,35 @@ pub fn sleepUntil(deadline_ns: u64) Sleep {
 
 pub const TimeoutError = error{Timeout};
 
-/// `inner` with a deadline: Output `error{Timeout}!Inner.Output`. The inner future is polled
+/// The output of `timeout` around a future with output `T`: `error{Timeout}!T`, or
+/// `(error{Timeout} || E)!U` when `T` is itself an error union `E!U` (a JoinHandle, a channel
+/// receive), so that one `try` or `catch` handles both — as `JoinOutput` does for tasks.
+pub fn TimeoutOutput(comptime T: type) type {
+    return switch (@typeInfo(T)) {
+        .error_union => |eu| (TimeoutError || eu.error_set)!eu.payload,
+        else => TimeoutError!T,
+    };
+}
+
+/// `inner` with a deadline: Output `TimeoutOutput(Inner.Output)`. The inner future is polled
 /// first, so a future that becomes ready exactly at the deadline wins.
+///
+/// Cooperative budget (as Tokio's `Timeout`): if the inner future used up the task's budget
+/// in this poll, the timer is polled without a budget. Otherwise a future that spends the
+/// whole budget on every poll (a loop over always-ready operations) would leave the timer
+/// "out of budget" on every poll, and the timeout would never fire.
 pub fn Timeout(comptime F: type) type {
     const T = future.OutputOf(F);
     return struct {
         const Self = @This();
-        pub const Output = TimeoutError!T;
+        pub const Output = TimeoutOutput(T);
         inner: F,
         timer: Sleep,
         finished: bool = false,
 
         pub fn poll(self: *Self, cx: *future.Context) future.Poll(Output) {
             assert(!self.finished);
+            const had_budget = !budget.exhausted();
             switch (self.inner.poll(cx)) {
                 .ready => |value| {
                     self.finished = true;
@@ -83,7 +100,12 @@ pub fn Timeout(comptime F: type) type {
                 },
                 .pending => {},
             }
-            switch (self.timer.poll(cx)) {
+            const timer_poll = if (had_budget and budget.exhausted()) blk: {
+                const unconstrained = budget.Scope.begin(null);
+                defer unconstrained.end();
+                break :blk self.timer.poll(cx);
+            } else self.timer.poll(cx);
+            switch (timer_poll) {
                 .ready => {
                     self.finished = true;
                     future.cancel(&self.inner);
