@@ -216,8 +216,9 @@ pub fn Broadcast(comptime T: type) type {
         };
 
         fn sendPlain(self: *Self, value: T) error{Closed}!usize {
-            // Monotonic: a hint, like Tokio's count without its lock.
-            if (self.handles.receiverCount() == 0) return error.Closed;
+            // Monotonic: a hint, like Tokio's count without its lock; also the result.
+            const receivers = self.handles.receiverCount();
+            if (receivers == 0) return error.Closed;
             var tail = self.tail.value.load(.monotonic);
             while (true) {
                 assert(tail & closed_bit == 0); // A sender exists.
@@ -227,7 +228,7 @@ pub fn Broadcast(comptime T: type) type {
             }
             self.writeSlot(tail, value);
             if (self.waiters.value.hasWaiters()) self.waiters.value.notifyAll();
-            return self.handles.receiverCount();
+            return receivers;
         }
 
         fn writeSlot(self: *Self, position: u64, value: T) void {

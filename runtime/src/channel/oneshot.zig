@@ -291,6 +291,12 @@ pub fn Oneshot(comptime T: type) type {
             pub fn deinit(self: *Receiver) void {
                 const channel = self.channel orelse return;
                 self.channel = null;
+                if (channel.value_taken) {
+                    // The value was received, so the sender is finished: nothing to close
+                    // (Tokio's receiver likewise lets go of a completed channel).
+                    channel.rx_done = true;
+                    return;
+                }
                 channel.closeReceiver();
                 // Acquire: the value, if it was sent, is visible. After our close, only a send
                 // that published before it can have set `value_sent`.

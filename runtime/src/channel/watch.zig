@@ -139,7 +139,13 @@ pub fn Watch(comptime T: type) type {
             pub fn send(self: *const Sender, value: T) error{Closed}!void {
                 // Monotonic: a hint, like Tokio's `receiver_count() == 0` check.
                 if (self.channel.handles.receiverCount() == 0) return error.Closed;
-                Values.release(self.channel.sendReplace(value));
+                if (owned) {
+                    Values.release(self.channel.sendReplace(value));
+                } else {
+                    // Plain data: the previous value is not needed, so it is not read.
+                    _ = self.channel.swapWords(value, false);
+                    self.channel.wakeChanged();
+                }
             }
 
             /// Replaces the value even when no receiver exists (a later `subscribe` sees it)
@@ -184,9 +190,14 @@ pub fn Watch(comptime T: type) type {
         }
 
         fn sendReplace(self: *Self, value: T) T {
-            const previous = if (owned) self.swapLocked(value) else self.swapWords(value);
-            if (self.waiters.value.hasWaiters()) self.waiters.value.notifyAll();
+            const previous = if (owned) self.swapLocked(value) else self.swapWords(value, true).?;
+            self.wakeChanged();
             return previous;
+        }
+
+        /// After a send: wakes the `changed()` waiters, if any (seq_cst length check).
+        fn wakeChanged(self: *Self) void {
+            if (self.waiters.value.hasWaiters()) self.waiters.value.notifyAll();
         }
 
         fn swapLocked(self: *Self, value: T) T {
@@ -201,7 +212,8 @@ pub fn Watch(comptime T: type) type {
             return previous;
         }
 
-        fn swapWords(self: *Self, value: T) T {
+        /// The plain send; returns the previous value if `want_previous`.
+        fn swapWords(self: *Self, value: T, comptime want_previous: bool) ?T {
             var backoff = Backoff{};
             var seq = self.seq.load(.monotonic);
             while (true) {
@@ -218,7 +230,7 @@ pub fn Watch(comptime T: type) type {
             }
             const current = seq >> 1;
             // We are the only writer: the current buffer is stable.
-            const previous = self.words[current & 1].load(.monotonic);
+            const previous: ?T = if (want_previous) self.words[current & 1].load(.monotonic) else null;
             // Release per word: a reader copying any of these words also sees our claim.
             self.words[(current + 1) & 1].store(value, .release);
             // Release: publishes the buffer with the even sequence.
