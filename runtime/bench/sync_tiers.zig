@@ -596,8 +596,8 @@ test "every tier 0-2 benchmark passes its check" {
     const c = try tinyConstants();
     var counting = harness.CountingAllocator.init(testing.allocator);
     const benches = [_]*const fn (*Ctx) Error!void{
-        floorCasStore, floorFetchAdd, mutex,            rwlockRead, rwlockWrite, semaphore, oncecellGet, oncecellSet,
-        notify,        barrier,       channelSend,      channelRecv, channelRoundtrip, oneshot, broadcast, watch,
+        floorCasStore, floorFetchAdd, mutex,       rwlockRead,  rwlockWrite,      semaphore, oncecellGet, oncecellSet,
+        notify,        barrier,       channelSend, channelRecv, channelRoundtrip, oneshot,   broadcast,   watch,
         watchRc,       broadcastRc,
     };
     for (benches) |bench| {
