@@ -23,15 +23,27 @@ pub fn build(b: *std.Build) void {
     });
 
     // -- tests --------------------------------------------------------------------------
-    const test_step = b.step("test", "Run the runtime and bench-harness tests");
-    const runtime_tests = addRuntimeTests(b, target, optimize, test_filters, false);
-    test_step.dependOn(&b.addRunArtifact(runtime_tests).step);
-
     const bench_ampere = b.createModule(.{
         .root_source_file = b.path("runtime/src/ampere.zig"),
         .target = target,
         .optimize = .ReleaseFast,
     });
+    // The lock-misuse program the sync tests run as a child process: ReleaseFast, where a
+    // misuse check that were only an assertion would be gone (sync/misuse_test.zig).
+    const misuse_module = b.createModule(.{
+        .root_source_file = b.path("runtime/src/sync/misuse_main.zig"),
+        .target = target,
+        .optimize = .ReleaseFast,
+    });
+    misuse_module.addImport("ampere", bench_ampere);
+    const misuse_exe = b.addExecutable(.{ .name = "ampere_sync_misuse", .root_module = misuse_module });
+    const misuse_options = b.addOptions();
+    misuse_options.addOptionPath("misuse_exe", misuse_exe.getEmittedBin());
+
+    const test_step = b.step("test", "Run the runtime and bench-harness tests");
+    const runtime_tests = addRuntimeTests(b, target, optimize, test_filters, false, misuse_options);
+    test_step.dependOn(&b.addRunArtifact(runtime_tests).step);
+
     const bench_tests = b.addTest(.{
         .root_module = benchModule(b, target, optimize, bench_ampere),
         .filters = test_filters,
@@ -42,7 +54,7 @@ pub fn build(b: *std.Build) void {
     b.step("test-bench", "Run only the bench-harness tests").dependOn(&run_bench_tests.step);
 
     const tsan_step = b.step("test-tsan", "Run the runtime tests under ThreadSanitizer (smoke intensity)");
-    const tsan_tests = addRuntimeTests(b, target, .Debug, test_filters, true);
+    const tsan_tests = addRuntimeTests(b, target, .Debug, test_filters, true, misuse_options);
     const run_tsan = b.addRunArtifact(tsan_tests);
     run_tsan.setEnvironmentVariable("AMPERE_TEST_INTENSITY", "smoke");
     run_tsan.setEnvironmentVariable("TSAN_OPTIONS", "halt_on_error=1 second_deadlock_stack=1");
@@ -83,6 +95,7 @@ fn addRuntimeTests(
     optimize: std.builtin.OptimizeMode,
     filters: []const []const u8,
     tsan: bool,
+    misuse_options: *std.Build.Step.Options,
 ) *std.Build.Step.Compile {
     const module = b.createModule(.{
         .root_source_file = b.path("runtime/src/ampere.zig"),
@@ -90,6 +103,7 @@ fn addRuntimeTests(
         .optimize = optimize,
         .sanitize_thread = if (tsan) true else null,
     });
+    module.addOptions("misuse_options", misuse_options);
     return b.addTest(.{
         .name = if (tsan) "ampere-tests-tsan" else "ampere-tests",
         .root_module = module,
@@ -115,5 +129,8 @@ fn benchModule(
     module.addImport("ampere", ampere);
     module.addAnonymousImport("constants.json", .{ .root_source_file = b.path("runtime/bench/constants.json") });
     module.addAnonymousImport("variants.json", .{ .root_source_file = b.path("runtime/bench/variants.json") });
+    // The op loops of the Tier 0 controls: the same source the Rust side assembles with
+    // global_asm! (sync_tiers.zig says why), for every target this builds.
+    module.addAssemblyFile(b.path("runtime/bench/controls_x86_64.s"));
     return module;
 }

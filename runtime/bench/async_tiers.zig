@@ -99,6 +99,7 @@ pub fn Driver(comptime B: type) type {
                         }
                         self.bench.setup(self.ctx) catch return .{ .ready = false };
                         self.round = 0;
+                        self.ctx.metricsBegin();
                         self.mark = self.ctx.markStart();
                         self.phase = .spawn;
                     },
@@ -134,6 +135,7 @@ pub fn Driver(comptime B: type) type {
                             if (self.bench.pollFinish(cx) == .pending) return .pending;
                         }
                         const sample = self.mark.stop();
+                        self.ctx.metricsEnd(self.iteration, c.warmup);
                         self.bench.verify(self.ctx) catch return .{ .ready = false };
                         self.ctx.record(self.iteration, c.warmup, sample);
                         self.iteration += 1;
@@ -387,7 +389,7 @@ const MutexShared = struct {
     counter: u64 = 0,
 };
 
-/// count × (lock().await, increment, unlock).
+/// count × (lock().await, increment, unlock the guard).
 const Locker = struct {
     pub const Output = TaskResult;
     shared: *MutexShared,
@@ -403,10 +405,11 @@ const Locker = struct {
             }
             switch (self.locking.?.poll(cx)) {
                 .pending => return .pending,
-                .ready => {
+                .ready => |held| {
+                    var guard = held;
                     self.locking = null;
                     self.shared.counter += 1;
-                    self.shared.mutex.unlock();
+                    guard.unlock();
                     self.done += 1;
                 },
             }
@@ -438,9 +441,9 @@ const MutexBench = struct {
     }
 
     pub fn setup(self: *MutexBench, ctx: *Ctx) Error!void {
-        if (!self.shared.mutex.tryLock()) return ctx.fail("mutex held between iterations", .{});
+        var guard = self.shared.mutex.tryLock() orelse return ctx.fail("mutex held between iterations", .{});
         self.shared.counter = 0;
-        self.shared.mutex.unlock();
+        guard.unlock();
         self.acquisitions = 0;
         self.failure = null;
     }
@@ -463,8 +466,8 @@ const MutexBench = struct {
         if (self.failure) |err| return ctx.fail("a task failed: {s}", .{@errorName(err)});
         const ops = self.tasks * self.per_task;
         try ctx.expectEq("lock acquisitions", self.acquisitions, ops);
-        if (!self.shared.mutex.tryLock()) return ctx.fail("mutex still held after the iteration", .{});
-        defer self.shared.mutex.unlock();
+        var guard = self.shared.mutex.tryLock() orelse return ctx.fail("mutex still held after the iteration", .{});
+        defer guard.unlock();
         try ctx.expectEq("shared counter", self.shared.counter, ops);
     }
 
@@ -482,8 +485,8 @@ const RwShared = struct {
     value: u64 = 0,
 };
 
-/// Reader: count × (read().await, read the value — never decreasing — release).
-/// Writer: count × (write().await, increment, release).
+/// Reader: count × (read().await, read the value — never decreasing — unlock the guard).
+/// Writer: count × (write().await, increment, unlock the guard).
 const RwTask = struct {
     pub const Output = TaskResult;
     shared: *RwShared,
@@ -491,36 +494,50 @@ const RwTask = struct {
     count: u64,
     done: u64 = 0,
     last: u64 = 0,
-    acquiring: ?ampere.sync.RwLock.Acquire = null,
+    /// The pending acquisition, if any (`writer` says which kind).
+    acquiring: ?union(enum) {
+        read: ampere.sync.RwLock.Read,
+        write: ampere.sync.RwLock.Write,
+    } = null,
 
     pub fn poll(self: *RwTask, cx: *Context) Poll(Output) {
         while (true) {
             if (self.acquiring == null) {
                 if (self.done == self.count) return TaskResult.ok(self.count);
-                self.acquiring = if (self.writer) self.shared.lock.write() else self.shared.lock.read();
+                self.acquiring = if (self.writer) .{ .write = self.shared.lock.write() } else .{ .read = self.shared.lock.read() };
             }
-            switch (self.acquiring.?.poll(cx)) {
-                .pending => return .pending,
-                .ready => {
-                    self.acquiring = null;
-                    self.done += 1;
-                    if (self.writer) {
+            switch (self.acquiring.?) {
+                .write => |*acquisition| switch (acquisition.poll(cx)) {
+                    .pending => return .pending,
+                    .ready => |held| {
+                        var guard = held;
+                        self.acquiring = null;
+                        self.done += 1;
                         self.shared.value += 1;
-                        self.shared.lock.writeUnlock();
-                    } else {
+                        guard.unlock();
+                    },
+                },
+                .read => |*acquisition| switch (acquisition.poll(cx)) {
+                    .pending => return .pending,
+                    .ready => |held| {
+                        var guard = held;
+                        self.acquiring = null;
+                        self.done += 1;
                         const value = self.shared.value;
                         std.mem.doNotOptimizeAway(value);
-                        self.shared.lock.readUnlock();
+                        guard.unlock();
                         if (value < self.last) return TaskResult.fail(error.ValueDecreased);
                         self.last = value;
-                    }
+                    },
                 },
             }
         }
     }
 
     pub fn cancel(self: *RwTask) void {
-        if (self.acquiring) |*acquiring| acquiring.cancel();
+        if (self.acquiring) |*acquiring| switch (acquiring.*) {
+            inline else => |*acquisition| acquisition.cancel(),
+        };
         self.acquiring = null;
     }
 };
@@ -545,9 +562,9 @@ const RwLockBench = struct {
     }
 
     pub fn setup(self: *RwLockBench, ctx: *Ctx) Error!void {
-        if (!self.shared.lock.tryWrite()) return ctx.fail("rwlock held between iterations", .{});
+        var guard = self.shared.lock.tryWrite() orelse return ctx.fail("rwlock held between iterations", .{});
         self.shared.value = 0;
-        self.shared.lock.writeUnlock();
+        guard.unlock();
         self.acquisitions = 0;
         self.failure = null;
     }
@@ -571,8 +588,8 @@ const RwLockBench = struct {
     pub fn verify(self: *RwLockBench, ctx: *Ctx) Error!void {
         if (self.failure) |err| return ctx.fail("a task failed: {s}", .{@errorName(err)});
         try ctx.expectEq("lock acquisitions", self.acquisitions, (self.readers + self.writers) * self.per_task);
-        if (!self.shared.lock.tryRead()) return ctx.fail("rwlock still held after the iteration", .{});
-        defer self.shared.lock.readUnlock();
+        var guard = self.shared.lock.tryRead() orelse return ctx.fail("rwlock still held after the iteration", .{});
+        defer guard.unlock();
         try ctx.expectEq("shared counter", self.shared.value, self.writers * self.per_task);
     }
 

@@ -6,11 +6,11 @@
 const std = @import("std");
 
 pub const usage =
-    \\usage: ampere_bench [--suite micro|echo|all] [--quick | --profile full|quick] [--filter SUBSTR]...
+    \\usage: ampere_bench [--suite micro|echo|net|all] [--quick | --profile full|quick] [--filter SUBSTR]...
     \\                    [--workers N[,N...]] [--variant NAME] [--set KEY=VALUE]... [--invocation K]
-    \\                    [--csv PATH] [--meta PATH] [--json] [--list] [--help]
+    \\                    [--csv PATH] [--meta PATH] [--metrics PATH] [--json] [--list] [--help]
     \\
-    \\  --suite S          micro (default), echo or all
+    \\  --suite S          micro (default), echo, net or all
     \\  --quick            the quick profile of constants.json (same as --profile quick)
     \\  --profile P        constant profile: full (default) or quick
     \\  --filter SUBSTR    only benchmarks whose name contains SUBSTR (repeatable: any of them)
@@ -21,6 +21,8 @@ pub const usage =
     \\  --invocation K     value of the CSV invocation column (default 0)
     \\  --csv PATH         write measured rows to PATH (atomically; PATH must not exist)
     \\  --meta PATH        write the metadata JSON to PATH (atomically; PATH must not exist)
+    \\  --metrics PATH     write the runtime's event counts per benchmark (JSON lines, measured
+    \\                     iterations only) to PATH (atomically; PATH must not exist)
     \\  --json             print the summary JSON instead of the table
     \\  --list             print `suite tier benchmark param` per selected benchmark and exit
     \\  --help             this text
@@ -42,12 +44,14 @@ pub const worker_count_max = 1024;
 pub const Suite = enum {
     micro,
     echo,
+    net,
     all,
 
     pub fn includes(self: Suite, suite: []const u8) bool {
         return switch (self) {
             .micro => std.mem.eql(u8, suite, "micro"),
             .echo => std.mem.eql(u8, suite, "echo"),
+            .net => std.mem.eql(u8, suite, "net"),
             .all => true,
         };
     }
@@ -104,6 +108,7 @@ pub const Options = struct {
     invocation: u64 = 0,
     csv: ?[]const u8 = null,
     meta: ?[]const u8 = null,
+    metrics: ?[]const u8 = null,
     json: bool = false,
     list: bool = false,
     help: bool = false,
@@ -135,7 +140,7 @@ pub const Diagnostic = struct {
     }
 };
 
-const value_flags = [_][]const u8{ "--suite", "--profile", "--filter", "--workers", "--variant", "--set", "--invocation", "--csv", "--meta" };
+const value_flags = [_][]const u8{ "--suite", "--profile", "--filter", "--workers", "--variant", "--set", "--invocation", "--csv", "--meta", "--metrics" };
 
 fn takesValue(flag: []const u8) bool {
     for (value_flags) |f| if (std.mem.eql(u8, f, flag)) return true;
@@ -172,7 +177,7 @@ pub fn parse(args: []const []const u8, diag: *Diagnostic) Error!Options {
         const eql = std.mem.eql;
         if (eql(u8, flag, "--suite")) {
             options.suite = std.meta.stringToEnum(Suite, value) orelse
-                return diag.fail("--suite: unknown suite '{s}' (micro, echo, all)", .{value});
+                return diag.fail("--suite: unknown suite '{s}' (micro, echo, net, all)", .{value});
         } else if (eql(u8, flag, "--quick")) {
             options.profile = "quick";
         } else if (eql(u8, flag, "--profile")) {
@@ -197,9 +202,15 @@ pub fn parse(args: []const []const u8, diag: *Diagnostic) Error!Options {
         } else if (eql(u8, flag, "--invocation")) {
             options.invocation = std.fmt.parseInt(u64, value, 10) catch
                 return diag.fail("--invocation: '{s}' is not a non-negative integer", .{value});
-        } else if (eql(u8, flag, "--csv") or eql(u8, flag, "--meta")) {
+        } else if (eql(u8, flag, "--csv") or eql(u8, flag, "--meta") or eql(u8, flag, "--metrics")) {
             if (value.len == 0) return diag.fail("{s} needs a path", .{flag});
-            if (eql(u8, flag, "--csv")) options.csv = value else options.meta = value;
+            if (eql(u8, flag, "--csv")) {
+                options.csv = value;
+            } else if (eql(u8, flag, "--meta")) {
+                options.meta = value;
+            } else {
+                options.metrics = value;
+            }
         } else if (eql(u8, flag, "--json")) {
             options.json = true;
         } else if (eql(u8, flag, "--list")) {
@@ -235,7 +246,7 @@ test "defaults" {
 test "every flag" {
     var diag = Diagnostic{};
     const o = try parse(comptime words("--suite all --quick --filter mutex --filter=echo --workers 2 --set sync_ops=5 " ++
-        "--variant ampere.nospin --invocation 3 --csv out.csv --meta=m.json --json --list --help"), &diag);
+        "--variant ampere.nospin --invocation 3 --csv out.csv --meta=m.json --metrics x.jsonl --json --list --help"), &diag);
     try testing.expectEqual(Suite.all, o.suite);
     try testing.expectEqualStrings("quick", o.profile);
     try testing.expectEqual(@as(usize, 2), o.filterList().len);
@@ -246,6 +257,7 @@ test "every flag" {
     try testing.expectEqual(@as(u64, 3), o.invocation);
     try testing.expectEqualStrings("out.csv", o.csv.?);
     try testing.expectEqualStrings("m.json", o.meta.?);
+    try testing.expectEqualStrings("x.jsonl", o.metrics.?);
     try testing.expect(o.json and o.list and o.help);
     const p = try parse(comptime words("--profile quick --set=echo_batch_sizes=1,2"), &diag);
     try testing.expectEqualStrings("quick", p.profile);

@@ -64,6 +64,9 @@ pub const Constants = struct {
     echo_sweep_min_bytes: u64,
     echo_sweep_max_bytes: u64,
     echo_shared_max_bytes: u64,
+    net_rounds: u64,
+    net_stream_bytes: u64,
+    net_connect_ops: u64,
     echo_batch_sizes: List,
 
     pub const fields = std.meta.fields(Constants);

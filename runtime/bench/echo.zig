@@ -28,6 +28,7 @@
 const std = @import("std");
 const ampere = @import("ampere");
 const harness = @import("harness.zig");
+const LibcCopy = @import("LibcCopy.zig");
 
 const Ctx = harness.Ctx;
 const Error = harness.Error;
@@ -69,7 +70,8 @@ pub const F64Kind = struct {
 };
 
 /// string and bytes: prebuilt buffers, duplicated on send and on reply (a string is bytes
-/// here; Rust's `String` clone is the same allocation and copy).
+/// here; Rust's `String` clone is the same allocation and copy — glibc's malloc and memcpy on
+/// both sides, see `LibcCopy`).
 pub const BytesKind = struct {
     pub const Value = []u8;
     buffers: [][]u8,
@@ -77,6 +79,7 @@ pub const BytesKind = struct {
 
     pub fn init(allocator: Allocator, len: usize, count: usize) Allocator.Error!BytesKind {
         std.debug.assert(count > 0);
+        _ = LibcCopy.memcpyFn(); // Resolved here, outside every timed region.
         const buffers = try allocator.alloc([]u8, count);
         const sums = try allocator.alloc(u32, count);
         for (buffers, sums, 0..) |*buffer, *sum, buffer_index| {
@@ -98,11 +101,11 @@ pub const BytesKind = struct {
     }
 
     pub fn take(self: *const BytesKind, index: u64, allocator: Allocator) Allocator.Error![]u8 {
-        return allocator.dupe(u8, self.buffers[self.which(index)]);
+        return LibcCopy.dupe(allocator, self.buffers[self.which(index)]);
     }
 
     pub fn reply(request: *const []u8, allocator: Allocator) Allocator.Error![]u8 {
-        return allocator.dupe(u8, request.*);
+        return LibcCopy.dupe(allocator, request.*);
     }
 
     pub fn drop(value: []u8, allocator: Allocator) void {
@@ -341,6 +344,7 @@ fn EchoDriver(comptime K: type) type {
                         self.failures = 0;
                         self.joined = 0;
                         for (self.senders) |*sender| sender.* = self.tx.clone();
+                        self.ctx.metricsBegin();
                         self.mark = self.ctx.markStart();
                         for (self.handles, self.senders, 0..) |*handle, sender, i| {
                             handle.* = ampere.spawn(Caller(K){
@@ -364,6 +368,7 @@ fn EchoDriver(comptime K: type) type {
                             }
                         }
                         const sample = self.mark.stop();
+                        self.ctx.metricsEnd(self.batch, self.warmup);
                         self.ctx.expectEq("callers with a wrong or missing reply", self.failures, 0) catch {
                             // Every caller is joined: stop here, but still shut the echo task down.
                             self.passed = false;

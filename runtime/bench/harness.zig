@@ -27,6 +27,7 @@
 const std = @import("std");
 const ampere = @import("ampere");
 const constants = @import("constants.zig");
+const metrics = @import("metrics.zig");
 
 pub const Constants = constants.Constants;
 pub const CountingAllocator = ampere.CountingAllocator;
@@ -104,11 +105,12 @@ pub const Case = struct {
     param_len: usize = 0,
     /// Operations per iteration (echo: batch size n).
     ops: u64,
-    /// Echo only: batch size and payload size; 0 in the micro suite.
+    /// Echo: batch size and payload size; net: `conns` and `size`; 0 in the micro suite.
     n: u64 = 0,
     size: u64 = 0,
     /// Worker threads of the runtime the case runs on (the CSV `workers` column): 0 for
-    /// Tiers 0–2 (no runtime), the sweep's count for Tiers 3–4 (`withWorkers`), 1 for echo.
+    /// Tiers 0–2 (no runtime), the sweep's count for Tiers 3–4 (`withWorkers`), 1 for echo,
+    /// num_workers for net.
     workers: u64 = 0,
 
     pub fn micro(tier: u8, name: []const u8, ops: u64) Case {
@@ -119,6 +121,19 @@ pub const Case = struct {
         var case = Case{ .suite = "echo", .tier = 0, .name = name, .ops = n, .n = n, .size = size, .workers = 1 };
         const text = std.fmt.bufPrint(&case.param_buffer, param_format, .{param_value}) catch unreachable; // u64 fits
         case.param_len = text.len;
+        return case;
+    }
+
+    /// A net-suite case: `param_name` is "" (no parameter), "size" or "conns"; it runs on the
+    /// net runtime (`workers` = num_workers).
+    pub fn net(name: []const u8, param_name: []const u8, param_value: u64, ops: u64, workers: u64) Case {
+        var case = Case{ .suite = "net", .tier = 0, .name = name, .ops = ops, .workers = workers };
+        if (param_name.len > 0) {
+            const text = std.fmt.bufPrint(&case.param_buffer, "{s}={d}", .{ param_name, param_value }) catch unreachable; // short name, u64
+            case.param_len = text.len;
+        }
+        if (std.mem.eql(u8, param_name, "size")) case.size = param_value;
+        if (std.mem.eql(u8, param_name, "conns")) case.n = param_value;
         return case;
     }
 
@@ -232,8 +247,8 @@ pub const Error = error{BenchmarkFailed};
 
 /// The runtimes of the process, each built on first use (never inside a timed region), like
 /// the Rust side's: `micro` for Tiers 3–4 with the case's worker count — replaced by a fresh
-/// runtime when the count changes (the worker sweep) — and `echo` with 1 worker for the echo
-/// suite. Both get `options` (the variant's settings; `workers` is set per runtime) and
+/// runtime when the count changes (the worker sweep) — `echo` with 1 worker for the echo
+/// suite, and `net` with `num_workers` workers for the net suite. Both get `options` (the variant's settings; `workers` is set per runtime) and
 /// allocate through `allocator` (the counting allocator).
 pub const Runtimes = struct {
     allocator: std.mem.Allocator,
@@ -242,10 +257,12 @@ pub const Runtimes = struct {
     micro: ?*ampere.Runtime = null,
     micro_workers: u64 = 0,
     echo: ?*ampere.Runtime = null,
+    net: ?*ampere.Runtime = null,
 
     pub fn deinit(self: *Runtimes) void {
         if (self.micro) |rt| rt.deinit();
         if (self.echo) |rt| rt.deinit();
+        if (self.net) |rt| rt.deinit();
         self.* = undefined;
     }
 };
@@ -266,6 +283,8 @@ pub const Ctx = struct {
     message_len: usize = 0,
     /// Needed by Tier 3–4 and echo benchmarks only.
     runtimes: ?*Runtimes = null,
+    /// Set with `--metrics`: runtime event counts over the measured iterations.
+    metrics: ?*metrics.Recorder = null,
 
     /// The micro-suite runtime with the case's worker count (a case built without one, in a
     /// unit test, gets `num_workers`), built on first use; a runtime of another count is
@@ -290,6 +309,13 @@ pub const Ctx = struct {
         return runtimes.echo.?;
     }
 
+    /// The net-suite runtime (`num_workers` workers), built on first use.
+    pub fn netRuntime(self: *Ctx) Error!*ampere.Runtime {
+        const runtimes = self.runtimes orelse return self.fail("no runtime available", .{});
+        if (runtimes.net == null) runtimes.net = try self.buildRuntime(runtimes, self.constants.num_workers);
+        return runtimes.net.?;
+    }
+
     fn buildRuntime(self: *Ctx, runtimes: *Runtimes, workers: u64) Error!*ampere.Runtime {
         if (workers == 0 or workers > workers_max) return self.fail("{d} workers: ampere supports 1 to {d}", .{ workers, workers_max });
         var options = runtimes.options;
@@ -305,6 +331,16 @@ pub const Ctx = struct {
 
     pub inline fn markStart(self: *Ctx) Mark {
         return Mark.start(self.counting);
+    }
+
+    /// Runtime benchmarks: call right before `markStart` (untimed; no-op without --metrics).
+    pub fn metricsBegin(self: *Ctx) void {
+        if (self.metrics) |recorder| recorder.begin();
+    }
+
+    /// Right after `mark.stop` of iteration `index` (untimed; no-op without --metrics).
+    pub fn metricsEnd(self: *Ctx, index: u64, warmup: u64) void {
+        if (self.metrics) |recorder| recorder.end(index, warmup);
     }
 
     /// Keeps `sample` when iteration `index` is past the `warmup` discarded ones.

@@ -24,6 +24,8 @@ const output = @import("output.zig");
 const sync_tiers = @import("sync_tiers.zig");
 const async_tiers = @import("async_tiers.zig");
 const echo = @import("echo.zig");
+const net = @import("net.zig");
+const metrics = @import("metrics.zig");
 const variants = @import("variants.zig");
 
 const Constants = constants_mod.Constants;
@@ -80,7 +82,16 @@ const benches = [_]Bench{
     echoBench("echo_string_1mib"),
     echoBench("echo_bytes_1mib"),
     echoBench("echo_bytes_sweep"),
-} ++ (if (echo.has_shared) [_]Bench{echoBench("echo_shared_sweep")} else [_]Bench{});
+} ++ (if (echo.has_shared) [_]Bench{echoBench("echo_shared_sweep")} else [_]Bench{}) ++ [_]Bench{
+    netBench("tcp_pingpong", net.tcpPingpong),
+    netBench("tcp_echo_conns", net.tcpEchoConns),
+    netBench("tcp_connect", net.tcpConnect),
+    netBench("tcp_stream", net.tcpStream),
+};
+
+fn netBench(name: []const u8, run_fn: BenchFn) Bench {
+    return .{ .suite = "net", .tier = 0, .name = name, .run = run_fn };
+}
 
 fn echoBench(name: []const u8) Bench {
     return .{ .suite = "echo", .tier = 0, .name = name, .run = echo.run };
@@ -113,6 +124,7 @@ const Selected = struct { case: Case, run: BenchFn };
 /// Appends the cases (benchmark × param) of `bench` to `list`.
 fn appendCases(gpa: std.mem.Allocator, list: *std.ArrayList(Selected), bench: Bench, c: *const Constants) !void {
     const eql = std.mem.eql;
+    if (eql(u8, bench.suite, "net")) return appendNetCases(gpa, list, bench, c);
     if (!eql(u8, bench.suite, "echo")) {
         try list.append(gpa, .{ .case = Case.micro(bench.tier, bench.name, microOps(bench.name, c)), .run = bench.run });
         return;
@@ -128,6 +140,22 @@ fn appendCases(gpa: std.mem.Allocator, list: *std.ArrayList(Selected), bench: Be
     const size: u64 = if (eql(u8, bench.name, "echo_f64")) 8 else c.echo_payload_bytes;
     for (c.echo_batch_sizes.items()) |n| {
         try list.append(gpa, .{ .case = Case.echo(bench.name, "n={d}", n, n, size), .run = bench.run });
+    }
+}
+
+/// The net cases (BENCHMARKS.md, "Net suite"; the same on the Rust side).
+fn appendNetCases(gpa: std.mem.Allocator, list: *std.ArrayList(Selected), bench: Bench, c: *const Constants) !void {
+    const eql = std.mem.eql;
+    const workers = c.num_workers;
+    if (eql(u8, bench.name, "tcp_pingpong")) {
+        for (net.pingpong_sizes) |size| try list.append(gpa, .{ .case = Case.net(bench.name, "size", size, c.net_rounds, workers), .run = bench.run });
+    } else if (eql(u8, bench.name, "tcp_echo_conns")) {
+        for (net.echo_conns) |conns| try list.append(gpa, .{ .case = Case.net(bench.name, "conns", conns, conns * c.net_rounds, workers), .run = bench.run });
+    } else if (eql(u8, bench.name, "tcp_connect")) {
+        try list.append(gpa, .{ .case = Case.net(bench.name, "", 0, c.net_connect_ops, workers), .run = bench.run });
+    } else {
+        std.debug.assert(eql(u8, bench.name, "tcp_stream"));
+        try list.append(gpa, .{ .case = Case.net(bench.name, "size", net.stream_chunk_bytes, c.net_stream_bytes, workers), .run = bench.run });
     }
 }
 
@@ -227,7 +255,7 @@ fn run(gpa: std.mem.Allocator, counting: *CountingAllocator, args: []const []con
         for (selected.items) |*s| s.case.writeListLine(out) catch return Exit.fail(1, "cannot write to stdout", .{});
         return .{ .code = 0 };
     }
-    for ([_]?[]const u8{ options.csv, options.meta }) |maybe_path| {
+    for ([_]?[]const u8{ options.csv, options.meta, options.metrics }) |maybe_path| {
         const path = maybe_path orelse continue;
         output.checkNew(path) catch return usageError("{s} exists (results are never overwritten)", .{path});
         if (!output.parentExists(path)) return usageError("{s}: folder does not exist", .{std.fs.path.dirname(path) orelse "."});
@@ -252,11 +280,15 @@ fn run(gpa: std.mem.Allocator, counting: *CountingAllocator, args: []const []con
         outcomes.deinit(gpa);
     }
     outcomes.ensureTotalCapacity(gpa, planned.items.len) catch return Exit.fail(1, "out of memory", .{});
+    var metrics_text = std.Io.Writer.Allocating.init(gpa);
+    defer metrics_text.deinit();
     for (planned.items) |*s| {
         const expected: usize = @intCast(if (std.mem.eql(u8, s.case.suite, "echo")) c.echo_batches else c.iterations);
         const samples = gpa.alloc(harness.Sample, expected) catch return Exit.fail(1, "out of memory", .{});
         harness.progressStart(&s.case);
+        var recorder = metrics.Recorder{};
         var ctx = Ctx{ .constants = &c, .counting = counting, .case = &s.case, .samples = samples, .runtimes = &runtimes };
+        if (options.metrics != null) ctx.metrics = &recorder;
         s.run(&ctx) catch {
             gpa.free(samples);
             return Exit.fail(1, "{s}: {s}", .{ s.case.name, ctx.message() });
@@ -271,8 +303,13 @@ fn run(gpa: std.mem.Allocator, counting: *CountingAllocator, args: []const []con
         };
         harness.progressDone(&outcome.case, outcome.stats);
         outcomes.appendAssumeCapacity(outcome);
+        recorder.writeLine(&metrics_text.writer, variant.name, options.invocation, &s.case) catch return Exit.fail(1, "out of memory", .{});
     }
     runtimes.deinit();
+
+    if (options.metrics) |path| {
+        output.writeAtomic(path, metrics_text.written()) catch |err| return Exit.fail(1, "{s}: {s}", .{ path, @errorName(err) });
+    }
 
     if (options.csv) |path| {
         var text = std.Io.Writer.Allocating.init(gpa);
@@ -316,6 +353,9 @@ test {
     _ = sync_tiers;
     _ = async_tiers;
     _ = echo;
+    _ = net;
+    _ = metrics;
+    _ = @import("LibcCopy.zig");
     _ = variants;
 }
 
@@ -346,6 +386,24 @@ test "list, json and table" {
     aw.clearRetainingCapacity();
     try testing.expectEqual(@as(u8, 0), runArgs(&counting, "--quick --set sync_ops=10 --set channel_ops=10 --set num_workers=2", &aw.writer).code);
     try testing.expect(std.mem.indexOf(u8, aw.written(), "(29 benchmarks, runtime ampere)") != null);
+}
+
+test "the net suite lists its cases in canonical order (same as the Rust side)" {
+    var counting = CountingAllocator.init(testing.allocator);
+    var aw = std.Io.Writer.Allocating.init(testing.allocator);
+    defer aw.deinit();
+    try testing.expectEqual(@as(u8, 0), runArgs(&counting, "--suite net --list", &aw.writer).code);
+    try testing.expectEqualStrings(
+        \\net 0 tcp_pingpong size=64
+        \\net 0 tcp_pingpong size=4096
+        \\net 0 tcp_pingpong size=65536
+        \\net 0 tcp_echo_conns conns=1
+        \\net 0 tcp_echo_conns conns=16
+        \\net 0 tcp_echo_conns conns=128
+        \\net 0 tcp_connect
+        \\net 0 tcp_stream size=1048576
+        \\
+    , aw.written());
 }
 
 test "command line errors exit 2" {
@@ -475,6 +533,51 @@ test "quick run writes csv and meta, and never overwrites" {
     try testing.expectEqualStrings("ampere", parsed.value.object.get("variant").?.string);
     try testing.expectEqual(@as(i64, 2), parsed.value.object.get("schema_version").?.integer);
     try testing.expectEqual(@as(u8, 2), run(testing.allocator, &counting, &args, &aw.writer).code);
+}
+
+test "--metrics writes one JSON line per runtime benchmark, counting measured iterations" {
+    var tmp = testing.tmpDir(.{});
+    defer tmp.cleanup();
+    var dir_buffer: [std.fs.max_path_bytes]u8 = undefined;
+    const dir = try tmp.dir.realpath(".", &dir_buffer);
+    var path_buffer: [std.fs.max_path_bytes]u8 = undefined;
+    const path = try std.fmt.bufPrint(&path_buffer, "{s}/ampere.metrics.jsonl", .{dir});
+    const args = [_][]const u8{ "--quick", "--suite", "all", "--filter", "task_spawn", "--filter", "floor_fetch", "--filter", "echo_f64", "--set", "echo_batch_sizes=2", "--workers", "1,2", "--variant", "ampere.nospin", "--metrics", path };
+    var counting = CountingAllocator.init(testing.allocator);
+    var aw = std.Io.Writer.Allocating.init(testing.allocator);
+    defer aw.deinit();
+    try testing.expectEqual(@as(u8, 0), run(testing.allocator, &counting, &args, &aw.writer).code);
+    const text = try tmp.dir.readFileAlloc(testing.allocator, "ampere.metrics.jsonl", 1 << 20);
+    defer testing.allocator.free(text);
+    var diag = constants_mod.Diagnostic{};
+    const c = try Constants.load(testing.allocator, "quick", &diag);
+    // task_spawn, task_spawn_batch and echo_f64 ran on a runtime; floor_fetch_add did not.
+    var lines = std.mem.splitScalar(u8, std.mem.trimRight(u8, text, "\n"), '\n');
+    // The sweep runs Tier 4 at 1 worker, then at 2; echo once.
+    const expected = [_]struct { name: []const u8, workers: i64, polls_at_least: i64 }{
+        .{ .name = "task_spawn", .workers = 1, .polls_at_least = @intCast(2 * c.task_ops * c.iterations) },
+        .{ .name = "task_spawn_batch", .workers = 1, .polls_at_least = @intCast(c.task_ops * c.iterations) },
+        .{ .name = "task_spawn", .workers = 2, .polls_at_least = @intCast(2 * c.task_ops * c.iterations) },
+        .{ .name = "task_spawn_batch", .workers = 2, .polls_at_least = @intCast(c.task_ops * c.iterations) },
+        .{ .name = "echo_f64", .workers = 1, .polls_at_least = @intCast(2 * c.echo_batches) },
+    };
+    for (expected) |want| {
+        const line = lines.next() orelse return error.TestUnexpectedResult;
+        const parsed = try std.json.parseFromSlice(std.json.Value, testing.allocator, line, .{});
+        defer parsed.deinit();
+        const object = parsed.value.object;
+        try testing.expectEqualStrings("ampere.nospin", object.get("runtime").?.string);
+        try testing.expectEqualStrings(want.name, object.get("benchmark").?.string);
+        // The nospin variant's runtime never spins.
+        try testing.expectEqual(@as(i64, 0), object.get("total").?.object.get("spin_ns").?.integer);
+        try testing.expectEqual(want.workers, object.get("workers").?.integer);
+        try testing.expectEqual(@as(usize, @intCast(want.workers)), object.get("per_worker").?.array.items.len);
+        const iterations: u64 = if (std.mem.eql(u8, want.name, "echo_f64")) c.echo_batches else c.iterations;
+        try testing.expectEqual(@as(i64, @intCast(iterations)), object.get("iterations").?.integer);
+        // Every spawned task is polled at least once (task_spawn: the task and its driver).
+        try testing.expect(object.get("total").?.object.get("polls").?.integer >= want.polls_at_least);
+    }
+    try testing.expect(lines.next() == null);
 }
 
 test "echo cases expand like the Rust side" {

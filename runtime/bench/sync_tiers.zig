@@ -3,8 +3,9 @@
 //! between `ctx.markStart()` and `mark.stop()`, creates what the spec calls untimed before
 //! the bracket, and verifies its result after it.
 //!
-//! Tier 0 (controls) touches no runtime and is identical code in both languages; Rust's
-//! `black_box(&x)` is `harness.blackBox(&x)` here.
+//! Tier 0 (controls) touches no runtime: its op loops are one assembly source assembled into
+//! both programs (controls_x86_64.s). Elsewhere Rust's `black_box(&x)` is
+//! `harness.blackBox(&x)` here.
 //!
 //! Tiers 1 and 2 use `ampere.sync` and `ampere.channel`; channels take the counting allocator
 //! (`ctx.allocator()`), created before the timed bracket. Rust's drop of a guard or permit is
@@ -13,6 +14,7 @@
 //! iteration's closure).
 
 const std = @import("std");
+const builtin = @import("builtin");
 const ampere = @import("ampere");
 const harness = @import("harness.zig");
 
@@ -32,28 +34,43 @@ pub fn sumBelow(n: u64) u64 {
 }
 
 // -- Tier 0: controls -----------------------------------------------------------------------
+//
+// The op loops are not compiled by Zig: they are the functions of controls_x86_64.s, the one
+// assembly source the Rust side assembles too (global_asm! in rust_bench/src/sync_tiers.rs),
+// so both programs run the same instructions at the same alignment. Each side calls them the
+// same way: directly, between `markStart` and `stop`, on a word that has a cache line to itself.
 
-/// One op: 32-bit CAS 0→1 (acquire; failure monotonic = Rust's Relaxed), then store 0
-/// (release).
+// build.zig assembles the file into the bench module (`addAssemblyFile`: in every build mode;
+// Zig's own x86-64 backend, used for Debug tests, drops global `asm` blocks).
+comptime {
+    if (builtin.cpu.arch != .x86_64) {
+        @compileError("the Tier 0 controls are x86-64 assembly (runtime/bench/controls_x86_64.s); port them to " ++ @tagName(builtin.cpu.arch));
+    }
+}
+
+/// `ops` × (CAS 0→1, store 0) on `word`; returns the successful CASes.
+extern fn ampere_bench_floor_cas_store(word: *std.atomic.Value(u32), ops: u64) callconv(.c) u64;
+/// `ops` × fetch-add 1 on `counter`.
+extern fn ampere_bench_floor_fetch_add(counter: *std.atomic.Value(u64), ops: u64) callconv(.c) void;
+
+/// A value alone on its 64-byte cache line (Rust: `CacheLine<T>`, `#[repr(align(64))]`).
+fn CacheLine(comptime T: type) type {
+    return struct { value: T align(64) };
+}
+
+/// One op: 32-bit CAS 0→1 (acquire; failure relaxed), then store 0 (release).
 pub fn floorCasStore(ctx: *Ctx) Error!void {
     const c = ctx.constants;
     const ops = c.sync_ops;
-    var word_storage = std.atomic.Value(u32).init(0);
-    // Make the atomic escape so it cannot be promoted to a register (Rust: black_box(&word)).
-    const word = blackBox(&word_storage);
+    var word: CacheLine(std.atomic.Value(u32)) = .{ .value = .init(0) };
     var k: u64 = 0;
     while (k < c.warmup + c.iterations) : (k += 1) {
-        var swapped: u64 = 0;
         const mark = ctx.markStart();
-        var i: u64 = 0;
-        while (i < ops) : (i += 1) {
-            if (word.cmpxchgStrong(0, 1, .acquire, .monotonic) == null) swapped += 1;
-            word.store(0, .release);
-        }
+        const swapped = ampere_bench_floor_cas_store(&word.value, ops);
         const sample = mark.stop();
         // Counts successes, so that a loop that did not run fails the check.
         try ctx.expectEq("successful compare-and-swaps", swapped, ops);
-        try ctx.expectEq("final word", word.load(.monotonic), 0);
+        try ctx.expectEq("final word", word.value.load(.monotonic), 0);
         ctx.record(k, c.warmup, sample);
     }
 }
@@ -62,25 +79,21 @@ pub fn floorCasStore(ctx: *Ctx) Error!void {
 pub fn floorFetchAdd(ctx: *Ctx) Error!void {
     const c = ctx.constants;
     const ops = c.sync_ops;
-    var counter_storage = std.atomic.Value(u64).init(0);
-    const counter = blackBox(&counter_storage);
+    var counter: CacheLine(std.atomic.Value(u64)) = .{ .value = .init(0) };
     var k: u64 = 0;
     while (k < c.warmup + c.iterations) : (k += 1) {
-        counter.store(0, .monotonic);
+        counter.value.store(0, .monotonic);
         const mark = ctx.markStart();
-        var i: u64 = 0;
-        while (i < ops) : (i += 1) {
-            _ = counter.fetchAdd(1, .acq_rel);
-        }
+        ampere_bench_floor_fetch_add(&counter.value, ops);
         const sample = mark.stop();
-        try ctx.expectEq("counter", counter.load(.monotonic), ops);
+        try ctx.expectEq("counter", counter.value.load(.monotonic), ops);
         ctx.record(k, c.warmup, sample);
     }
 }
 
 // -- Tier 1: sync fast paths ----------------------------------------------------------------
 
-/// One op: `tryLock()` (must succeed), `unlock()`.
+/// One op: `tryLock()` (must succeed), `unlock()` of its guard (Rust: drop of the guard).
 pub fn mutex(ctx: *Ctx) Error!void {
     const c = ctx.constants;
     const ops = c.sync_ops;
@@ -92,9 +105,10 @@ pub fn mutex(ctx: *Ctx) Error!void {
         var i: u64 = 0;
         while (i < ops) : (i += 1) {
             const l = blackBox(&lock);
-            if (l.tryLock()) {
+            if (l.tryLock()) |held| {
+                var guard = held;
                 acquired += 1;
-                l.unlock();
+                guard.unlock();
             }
         }
         const sample = mark.stop();
@@ -103,7 +117,7 @@ pub fn mutex(ctx: *Ctx) Error!void {
     }
 }
 
-/// One op: `tryRead()` (must succeed), `readUnlock()`.
+/// One op: `tryRead()` (must succeed), `unlock()` of its guard (Rust: drop of the guard).
 pub fn rwlockRead(ctx: *Ctx) Error!void {
     const c = ctx.constants;
     const ops = c.sync_ops;
@@ -115,9 +129,10 @@ pub fn rwlockRead(ctx: *Ctx) Error!void {
         var i: u64 = 0;
         while (i < ops) : (i += 1) {
             const l = blackBox(&lock);
-            if (l.tryRead()) {
+            if (l.tryRead()) |held| {
+                var guard = held;
                 acquired += 1;
-                l.readUnlock();
+                guard.unlock();
             }
         }
         const sample = mark.stop();
@@ -126,7 +141,7 @@ pub fn rwlockRead(ctx: *Ctx) Error!void {
     }
 }
 
-/// One op: `tryWrite()` (must succeed), `writeUnlock()`.
+/// One op: `tryWrite()` (must succeed), `unlock()` of its guard (Rust: drop of the guard).
 pub fn rwlockWrite(ctx: *Ctx) Error!void {
     const c = ctx.constants;
     const ops = c.sync_ops;
@@ -138,9 +153,10 @@ pub fn rwlockWrite(ctx: *Ctx) Error!void {
         var i: u64 = 0;
         while (i < ops) : (i += 1) {
             const l = blackBox(&lock);
-            if (l.tryWrite()) {
+            if (l.tryWrite()) |held| {
+                var guard = held;
                 acquired += 1;
-                l.writeUnlock();
+                guard.unlock();
             }
         }
         const sample = mark.stop();

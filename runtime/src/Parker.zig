@@ -2,9 +2,10 @@
 //!
 //! One 32-bit state word:
 //!
-//!     empty    (0)  no notification pending, nobody parked
-//!     notified (1)  an unpark arrived; the next park returns at once and consumes it
-//!     parked   (2)  the owner thread is (about to be) asleep in futex wait
+//!     empty     (0)  no notification pending, nobody parked
+//!     notified  (1)  an unpark arrived; the next park returns at once and consumes it
+//!     parked    (2)  the owner thread is (about to be) asleep in futex wait
+//!     parked_io (3)  the owner thread is (about to be) blocked in the I/O driver (`parkIo`)
 //!
 //! Only the owner thread parks; any thread may unpark. An unpark is never lost: it either
 //! finds `empty`/`notified` (the owner has not committed to sleeping yet; it will see
@@ -12,6 +13,15 @@
 //! that fails if `notified` was stored first) or it finds `parked` and wakes the futex.
 //! The futex itself re-checks the word against `parked` before sleeping, so a wake between
 //! the compare-and-swap and the syscall is not lost either.
+//!
+//! Parking in the I/O driver (`parkIo`, the scheduler's driver owner only): the same protocol
+//! with `parked_io` in place of `parked` and `epoll_wait` in place of the futex. An unpark that
+//! finds `parked_io` writes the driver's eventfd, which makes an `epoll_wait` in progress — or
+//! the one about to start — return: the eventfd stays readable for it either way. An unpark
+//! before the owner's compare-and-swap `empty -> parked_io` makes the swap fail (it finds
+//! `notified`), so the owner never blocks with a notification pending. After `epoll_wait`
+//! returns, for whatever reason, the owner swaps in `empty`, consuming a notification if one
+//! came; a stray eventfd write left behind only makes a later turn return early.
 //!
 //! Ordering: `unpark` stores `notified` with release and `park` consumes it with acquire, so
 //! everything the unparker wrote before `unpark` is visible after `park` returns.
@@ -27,16 +37,28 @@
 //! Workers own theirs as a field and are unparked by the runtime directly.
 
 const std = @import("std");
+const builtin = @import("builtin");
 const Futex = std.Thread.Futex;
 const clock = @import("time/clock.zig");
+const IoDriver = @import("io/Driver.zig");
 
 const Parker = @This();
 
 const empty: u32 = 0;
 const notified: u32 = 1;
 const parked: u32 = 2;
+const parked_io: u32 = 3;
 
 state: std.atomic.Value(u32) = .init(empty),
+/// The I/O driver the owner thread may block in (`parkIo`): set once, before the thread starts,
+/// for the parkers of a runtime's workers; null for every other parker.
+io: ?*IoDriver = null,
+
+/// Tests only (compiled out otherwise): runs in `parkIo` after the last look for events and
+/// notifications, before the owner commits to blocking — the window where an unpark must not
+/// be lost.
+pub var test_hook_before_block: if (builtin.is_test) std.atomic.Value(?*const fn (*Parker) void) else void =
+    if (builtin.is_test) .init(null) else {};
 
 /// Blocks until `unpark` is called (or returns at once if it was called since the last park).
 pub fn park(self: *Parker) void {
@@ -67,8 +89,22 @@ pub fn parkTimeoutSpin(self: *Parker, timeout_ns: u64, spin_ns: u64) bool {
     return self.parkTimeout(timeout_ns - spin);
 }
 
-/// True if a notification arrived (and was consumed) within `spin_ns`.
-fn spinForNotification(self: *Parker, spin_ns: u64) bool {
+/// True if a notification arrived (and was consumed) within `spin_ns`; false when the spin
+/// reached its limit (the caller then parks). Owner thread only, like `park`.
+pub fn spinForNotification(self: *Parker, spin_ns: u64) bool {
+    std.debug.assert(spin_ns > 0);
+    return self.spinUntil(spin_ns, null);
+}
+
+/// `spinForNotification` for the driver owner: also turns `self.io` without blocking at every
+/// clock read (when anything is registered), and returns true as soon as it dispatched events.
+pub fn spinForNotificationOrIo(self: *Parker, spin_ns: u64) bool {
+    std.debug.assert(spin_ns > 0);
+    const io = self.io.?;
+    return self.spinUntil(spin_ns, if (io.hasRegistrations()) io else null);
+}
+
+fn spinUntil(self: *Parker, spin_ns: u64, io: ?*IoDriver) bool {
     const checks_per_clock_read = 32;
     const start_ns = clock.nowNs();
     var checks: u32 = 0;
@@ -76,6 +112,7 @@ fn spinForNotification(self: *Parker, spin_ns: u64) bool {
         // A plain load first: the compare-and-swap only when there is something to take.
         if (self.state.load(.monotonic) == notified and self.consumeNotification()) return true;
         if (checks % checks_per_clock_read == checks_per_clock_read - 1) {
+            if (io) |driver| if (driver.turn(0) > 0) return true;
             if (clock.nowNs() -| start_ns >= spin_ns) return false;
             // Let runnable threads (possibly the one that will unpark us) have the CPU.
             std.Thread.yield() catch {};
@@ -83,6 +120,33 @@ fn spinForNotification(self: *Parker, spin_ns: u64) bool {
             std.atomic.spinLoopHint();
         }
     }
+}
+
+/// The driver owner's first look: dispatches the events already queued in `self.io` without
+/// blocking. True if there were any (their tasks come before any spin or sleep). No system
+/// call while nothing is registered.
+pub fn pollIo(self: *Parker) bool {
+    const io = self.io.?;
+    return io.hasRegistrations() and io.turn(0) > 0;
+}
+
+/// Parks by blocking in `self.io`'s `epoll_wait` for at most `timeout_ns` (null: no limit; 0:
+/// not at all) unless unparked first; dispatches the events it gets. No spinning (the caller
+/// spins first if it wants to: `spinForNotificationOrIo`). The caller must be the only
+/// thread turning the driver (the scheduler's driver owner).
+pub fn parkIo(self: *Parker, timeout_ns: ?u64) void {
+    const io = self.io.?;
+    if (self.consumeNotification()) return;
+    if (timeout_ns == 0) return;
+    if (builtin.is_test) if (test_hook_before_block.load(.acquire)) |hook| hook(self);
+    if (self.state.cmpxchgStrong(empty, parked_io, .monotonic, .monotonic)) |found| {
+        std.debug.assert(found == notified);
+        _ = self.state.swap(empty, .acquire); // Pairs with the release in `unpark`.
+        return;
+    }
+    _ = io.turn(timeout_ns);
+    const previous = self.state.swap(empty, .acquire); // Consumes an unpark that came meanwhile.
+    std.debug.assert(previous == parked_io or previous == notified);
 }
 
 /// Like `park`, but gives up after `timeout_ns`. Returns true when it was unparked.
@@ -108,8 +172,10 @@ pub fn parkTimeout(self: *Parker, timeout_ns: u64) bool {
 /// Makes the owner's current or next `park` return. Callable from any thread.
 pub fn unpark(self: *Parker) void {
     // Release: publishes the unparker's writes to the parked thread (acquire in park).
-    if (self.state.swap(notified, .release) == parked) {
-        Futex.wake(&self.state, 1);
+    switch (self.state.swap(notified, .release)) {
+        parked => Futex.wake(&self.state, 1),
+        parked_io => self.io.?.wakeup(),
+        else => {},
     }
 }
 

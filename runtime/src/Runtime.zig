@@ -25,7 +25,9 @@
 //! 2. The owned-task list closes: spawning fails with `error.Shutdown` from now on.
 //! 3. The timer driver shuts down: every armed timer fires now and later registrations expire
 //!    at once — workers were the only threads firing timers, and a blocking function may be
-//!    waiting on one (`rt.blockOn(sleep(...))` from `spawnBlocking`).
+//!    waiting on one (`rt.blockOn(sleep(...))` from `spawnBlocking`). The I/O driver shuts
+//!    down likewise: sockets can no longer be created, and every I/O operation waiting now or
+//!    later ends with `error.RuntimeShutdown`.
 //! 4. Every task still queued or idle is cancelled (its future's `cancel` unlinks its waiters)
 //!    and completed with `error.Cancelled`, repeatedly, since a cancellation may wake another
 //!    task. A blocking function waiting on a JoinHandle or on a channel that a task fed now
@@ -36,6 +38,8 @@
 //!
 //! Tasks whose JoinHandle is still held are freed when the handle is awaited or detached
 //! (after `deinit` that still works: it touches only the task, which remembers its allocator).
+//! Sockets still open after `deinit` fail every operation with `RuntimeShutdown`; `close`
+//! still works (it closes the descriptor; the epoll instance is gone).
 
 const std = @import("std");
 const assert = std.debug.assert;
@@ -57,6 +61,8 @@ const Runtime = @This();
 pub const Options = @import("Options.zig");
 
 pub const SpawnError = Allocator.Error || error{Shutdown};
+/// Event counts of the scheduler (see `metrics`).
+pub const Metrics = @import("scheduler/Metrics.zig");
 pub const SpawnBlockingError = SpawnError || error{ThreadSpawn};
 
 /// The worker type, exposed for the runtime's own tests (hooks, worker fields).
@@ -89,6 +95,7 @@ pub fn deinit(self: *Runtime) void {
     self.scheduler.stopWorkers(); // 1
     shared.owned.close(); // 2
     shared.driver.shutdown(); // 3
+    shared.io.shutdown();
     self.scheduler.cancelAllTasks(); // 4
     self.blocking.shutdown(); // 5
     while (self.blocking.popQueued()) |task| shared.cancelQueuedTask(task); // 6
@@ -116,7 +123,8 @@ pub fn blockOn(self: *Runtime, f: anytype) future.OutputOf(@TypeOf(f)) {
     const saved = context.enter(self.scheduler.shared.handles());
     defer saved.restore();
     var pinned = f;
-    return block_on.blockOnPool(self.parkers, &pinned, self.scheduler.shared.options.spin_before_park_ns);
+    const shared = &self.scheduler.shared;
+    return block_on.blockOnPool(self.parkers, &pinned, shared.options.spin_before_park_ns, shared.externalRecorder());
 }
 
 /// Spawns `f` as a task; returns its JoinHandle.
@@ -155,7 +163,20 @@ pub fn spawnBlocking(
         self.allocator.destroy(cell);
         return err;
     };
+    // The caller will most likely await the result soon: a worker spins for it when it parks.
+    if (Worker.currentOf(shared)) |worker| {
+        worker.noteBlockingHandOff();
+    } else {
+        shared.externalRecorder().count(.blocking_spawns, 1);
+    }
     return .{ .raw = &cell.header };
+}
+
+/// A snapshot of the scheduler's event counts: per worker, the external set (events on other
+/// threads) and totals. Callable from any thread at any time; see `scheduler/Metrics.zig` for
+/// what each count means and how consistent a snapshot taken while workers run is.
+pub fn metrics(self: *Runtime) Metrics.Snapshot {
+    return self.scheduler.metrics();
 }
 
 /// The runtime the calling thread is in (a worker, `blockOn` or blocking thread), if any.

@@ -109,6 +109,13 @@ pub fn park(self: *SharedParker) void {
     self.parkSpin(0);
 }
 
+/// The owner's underlying parker, for a caller that spins with its own policy
+/// (`SpinPolicy.park`: spin, then `Parker.park`).
+pub fn parkerForSpin(self: *SharedParker) *Parker {
+    assert(self.refs.load(.monotonic) > 0);
+    return &self.parker;
+}
+
 /// `Parker.parkTimeout`: true when it was unparked, false after `timeout_ns`.
 pub fn parkTimeout(self: *SharedParker, timeout_ns: u64) bool {
     assert(self.refs.load(.monotonic) > 0);

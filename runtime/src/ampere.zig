@@ -56,6 +56,10 @@ pub fn spawnBlocking(
 
 pub const sync = @import("sync.zig");
 pub const channel = @import("channel.zig");
+/// The I/O driver (epoll readiness, `Registration.Op`), for types that build on it.
+pub const io = @import("io.zig");
+/// TCP: `net.TcpListener`, `net.TcpStream`.
+pub const net = @import("net.zig");
 pub const wait = @import("wait.zig");
 /// A reference-counted immutable byte buffer (the counterpart of Rust's `Arc<Vec<u8>>`).
 pub const RcBuffer = @import("RcBuffer.zig");
@@ -67,4 +71,6 @@ pub const blockOnThread = @import("block_on.zig").blockOnThread;
 test {
     std.testing.refAllDecls(@This());
     _ = @import("runtime_tests.zig");
+    _ = @import("net/tcp_tests.zig");
+    _ = @import("metrics_tests.zig");
 }

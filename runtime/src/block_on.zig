@@ -8,34 +8,48 @@
 //!
 //! Each poll runs with a fresh cooperative budget, like a task poll, so a root future that
 //! spins on ready primitives yields (its own wake makes the next park return at once).
+//!
+//! `Runtime.blockOn` waits for work it started (a reply, a joined task), so it spins before
+//! each park — bounded, and backed off when spins stop paying (`SpinPolicy`, without the
+//! workers' spinning slot) — and counts its parks and spins in the runtime's external metrics.
 
 const std = @import("std");
 const future = @import("future.zig");
 const budget = @import("budget.zig");
 const SharedParker = @import("SharedParker.zig");
+const SpinPolicy = @import("scheduler/SpinPolicy.zig");
+const Metrics = @import("scheduler/Metrics.zig");
 
 /// Polls `f` (a pointer to a future) until it is ready and returns its output. Parks on a
 /// parker of the process-wide pool.
 pub fn blockOnThread(f: anytype) @typeInfo(@TypeOf(f)).pointer.child.Output {
-    return blockOnPool(SharedParker.Pool.global(), f, 0);
+    var counters = Metrics.Counters{}; // Nobody reads them: no runtime.
+    return blockOnPool(SharedParker.Pool.global(), f, 0, .{ .counters = &counters, .owner = true });
 }
 
-/// `blockOnThread` with a parker of `pool`, spinning up to `spin_ns` before each park (see
-/// `Parker.parkSpin`). Panics if the pool must allocate a parker and cannot.
-pub fn blockOnPool(pool: *SharedParker.Pool, f: anytype, spin_ns: u64) @typeInfo(@TypeOf(f)).pointer.child.Output {
+/// `blockOnThread` with a parker of `pool`, spinning up to `spin_ns` before each park per a
+/// `SpinPolicy` of its own; parks and spins are counted in `recorder`. Panics if the pool must
+/// allocate a parker and cannot.
+pub fn blockOnPool(pool: *SharedParker.Pool, f: anytype, spin_ns: u64, recorder: Metrics.Recorder) @typeInfo(@TypeOf(f)).pointer.child.Output {
     const F = @typeInfo(@TypeOf(f)).pointer.child;
     _ = future.OutputOf(F);
     const parker = pool.acquire() catch @panic("blockOn: out of memory for the thread's parker");
     defer parker.release();
     const waker = parker.waker(); // Borrowed by the context; the future clones it to keep it.
     var cx = future.Context.init(&waker);
+    var policy = SpinPolicy.init(spin_ns);
     while (true) {
         const scope = budget.Scope.begin(budget.units_per_poll);
         const result = f.poll(&cx);
         scope.end();
         switch (result) {
             .ready => |value| return value,
-            .pending => parker.parkSpin(spin_ns),
+            .pending => {
+                recorder.count(.blockon_parks, 1);
+                // This thread waits for work it started: no spinning slot needed.
+                policy.expectWakeup();
+                policy.park(parker.parkerForSpin(), policy.plan().spin_ns, recorder);
+            },
         }
     }
 }

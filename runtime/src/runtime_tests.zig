@@ -31,6 +31,8 @@ test {
     _ = @import("scheduler/InjectQueue.zig");
     _ = @import("scheduler/Idle.zig");
     _ = @import("scheduler/OwnedTasks.zig");
+    _ = @import("scheduler/Metrics.zig");
+    _ = @import("scheduler/SpinPolicy.zig");
     _ = @import("time/Wheel.zig");
     _ = @import("time/Driver.zig");
     _ = @import("time/clock.zig");
@@ -861,9 +863,12 @@ const BusyLock = struct {
     pub fn poll(self: *BusyLock, cx: *Context) Poll(void) {
         while (time.nowNs() < self.give_up_ns) {
             if (self.locking == null) self.locking = self.mutex.lock();
-            if (self.locking.?.poll(cx) == .pending) return .pending; // Budget spent (never contended).
+            var guard = switch (self.locking.?.poll(cx)) {
+                .pending => return .pending, // Budget spent (never contended).
+                .ready => |guard| guard,
+            };
             self.locking = null;
-            self.mutex.unlock();
+            guard.unlock();
         }
         return .{ .ready = {} };
     }

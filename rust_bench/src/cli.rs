@@ -4,11 +4,11 @@
 use std::path::PathBuf;
 
 pub const USAGE: &str = "\
-usage: tokio_bench [--suite micro|echo|all] [--quick | --profile full|quick] [--filter SUBSTR]...
+usage: tokio_bench [--suite micro|echo|net|all] [--quick | --profile full|quick] [--filter SUBSTR]...
                    [--workers N[,N...]] [--variant NAME] [--set KEY=VALUE]... [--invocation K]
                    [--csv PATH] [--meta PATH] [--json] [--list] [--help]
 
-  --suite S          micro (default), echo or all
+  --suite S          micro (default), echo, net or all
   --quick            the quick profile of constants.json (same as --profile quick)
   --profile P        constant profile: full (default) or quick
   --filter SUBSTR    only benchmarks whose name contains SUBSTR (repeatable: any of them)
@@ -36,6 +36,7 @@ pub const WORKER_COUNT_MAX: u64 = 1024;
 pub enum Suite {
     Micro,
     Echo,
+    Net,
     All,
 }
 
@@ -44,6 +45,7 @@ impl Suite {
         match self {
             Suite::Micro => suite == "micro",
             Suite::Echo => suite == "echo",
+            Suite::Net => suite == "net",
             Suite::All => true,
         }
     }
@@ -122,8 +124,9 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
                 options.suite = match value.as_str() {
                     "micro" => Suite::Micro,
                     "echo" => Suite::Echo,
+                    "net" => Suite::Net,
                     "all" => Suite::All,
-                    other => return Err(format!("--suite: unknown suite '{other}' (micro, echo, all)")),
+                    other => return Err(format!("--suite: unknown suite '{other}' (micro, echo, net, all)")),
                 }
             }
             "--quick" => options.profile = "quick".to_string(),

@@ -72,6 +72,7 @@ define_constants! {
         spawn_batch_size, yield_tasks, yield_per_task, ping_pong_rounds, chain_length,
         echo_batches, echo_warmup_n1, echo_warmup, echo_payload_bytes, echo_payload_buffers,
         echo_sweep_n, echo_sweep_min_bytes, echo_sweep_max_bytes, echo_shared_max_bytes,
+        net_rounds, net_stream_bytes, net_connect_ops,
     ],
     lists: [echo_batch_sizes],
 }
@@ -163,6 +164,7 @@ impl Constants {
             ("echo_payload_bytes", c.echo_payload_bytes), ("echo_payload_buffers", c.echo_payload_buffers),
             ("echo_sweep_n", c.echo_sweep_n), ("echo_sweep_min_bytes", c.echo_sweep_min_bytes),
             ("echo_sweep_max_bytes", c.echo_sweep_max_bytes), ("echo_shared_max_bytes", c.echo_shared_max_bytes),
+            ("net_rounds", c.net_rounds), ("net_stream_bytes", c.net_stream_bytes), ("net_connect_ops", c.net_connect_ops),
         ];
         for (key, value) in at_least_one {
             if value == 0 {

@@ -23,7 +23,8 @@ pub struct Case {
     pub n: u64,
     pub size: u64,
     /// Worker threads of the runtime the case runs on (the CSV `workers` column): 0 for
-    /// Tiers 0–2 (no runtime), the sweep's count for Tiers 3–4 (`with_workers`), 1 for echo.
+    /// Tiers 0–2 (no runtime), the sweep's count for Tiers 3–4 (`with_workers`), 1 for echo,
+    /// num_workers for net.
     pub workers: u64,
 }
 
@@ -34,6 +35,15 @@ impl Case {
 
     pub fn echo(name: &'static str, param: String, n: u64, size: u64) -> Case {
         Case { suite: "echo", tier: 0, name, param, ops: n, n, size, workers: 1 }
+    }
+
+    /// A net-suite case: `param_name` is "" (no parameter), "size" or "conns"; it runs on the
+    /// net runtime (`workers` = num_workers).
+    pub fn net(name: &'static str, param_name: &str, value: u64, ops: u64, workers: u64) -> Case {
+        let param = if param_name.is_empty() { String::new() } else { format!("{param_name}={value}") };
+        let n = if param_name == "conns" { value } else { 0 };
+        let size = if param_name == "size" { value } else { 0 };
+        Case { suite: "net", tier: 0, name, param, ops, n, size, workers }
     }
 
     /// Whether the case runs on the micro suite's runtime (Tiers 3–4: the worker sweep).

@@ -14,6 +14,7 @@ mod cli;
 mod constants;
 mod echo;
 mod harness;
+mod net;
 mod output;
 mod sync_tiers;
 mod variants;
@@ -46,6 +47,8 @@ enum Runner {
     Async(AsyncDriver),
     /// The echo suite: `echo::run_case` on the 1-worker runtime.
     Echo,
+    /// The net suite: `net::run_case` on the `num_workers` runtime.
+    Net,
 }
 
 struct Bench {
@@ -68,6 +71,7 @@ fn benches() -> Vec<Bench> {
     use sync_tiers as s;
     let micro = |tier, name, runner| Bench { suite: "micro", tier, name, runner };
     let echo = |name| Bench { suite: "echo", tier: 0, name, runner: Echo };
+    let net = |name| Bench { suite: "net", tier: 0, name, runner: Net };
     vec![
         micro(0, "floor_cas_store", Sync(s::floor_cas_store)),
         micro(0, "floor_fetch_add", Sync(s::floor_fetch_add)),
@@ -103,6 +107,10 @@ fn benches() -> Vec<Bench> {
         echo("echo_bytes_1mib"),
         echo("echo_bytes_sweep"),
         echo("echo_shared_sweep"),
+        net("tcp_pingpong"),
+        net("tcp_echo_conns"),
+        net("tcp_connect"),
+        net("tcp_stream"),
     ]
 }
 
@@ -127,6 +135,9 @@ fn micro_ops(name: &str, c: &Constants) -> u64 {
 
 /// The cases (benchmark × param) of one benchmark.
 fn cases_of(bench: &Bench, c: &Constants) -> Vec<Case> {
+    if bench.suite == "net" {
+        return net::cases(bench.name, c);
+    }
     let echo_case = |param: String, n: u64, size: u64| Case::echo(bench.name, param, n, size);
     match bench.name {
         "echo_f64" | "echo_string_1mib" | "echo_bytes_1mib" => {
@@ -188,16 +199,18 @@ fn plan(selected: Vec<(Case, Runner)>, worker_counts: &[u64]) -> Vec<(Case, Runn
 
 /// The runtimes of the process, each built on first use (never inside a timed region) by the
 /// variant: the micro runtime with the case's worker count — replaced by a fresh runtime when
-/// the count changes (the worker sweep) — and the 1-worker echo runtime.
+/// the count changes (the worker sweep) — the 1-worker echo runtime, and the `num_workers`
+/// net runtime.
 struct Runtimes<'v> {
     variant: &'v Variant,
     micro: Option<(u64, Runtime)>,
     echo: Option<Runtime>,
+    net: Option<Runtime>,
 }
 
 impl<'v> Runtimes<'v> {
     fn new(variant: &'v Variant) -> Runtimes<'v> {
-        Runtimes { variant, micro: None, echo: None }
+        Runtimes { variant, micro: None, echo: None, net: None }
     }
 
     fn micro(&mut self, workers: u64) -> Result<&Runtime, String> {
@@ -216,6 +229,13 @@ impl<'v> Runtimes<'v> {
         }
         Ok(self.echo.as_ref().expect("built above"))
     }
+
+    fn net(&mut self, workers: u64) -> Result<&Runtime, String> {
+        if self.net.is_none() {
+            self.net = Some(self.variant.build_runtime(workers)?);
+        }
+        Ok(self.net.as_ref().expect("built above"))
+    }
 }
 
 fn run_case(case: &Case, runner: Runner, c: &Constants, rts: &mut Runtimes) -> Samples {
@@ -223,6 +243,7 @@ fn run_case(case: &Case, runner: Runner, c: &Constants, rts: &mut Runtimes) -> S
         Runner::Sync(f) => f(c),
         Runner::Async(driver) => async_tiers::drive(rts.micro(case.workers)?, driver(c.clone())),
         Runner::Echo => echo::run_case(rts.echo()?, case, c),
+        Runner::Net => net::run_case(rts.net(c.num_workers)?, case, c),
     }
 }
 
@@ -324,7 +345,7 @@ mod tests {
     #[test]
     fn canonical_list_has_every_benchmark_once() {
         let names: Vec<&str> = benches().iter().map(|b| b.name).collect();
-        assert_eq!(names.len(), 34);
+        assert_eq!(names.len(), 38);
         let mut unique = names.clone();
         unique.sort();
         unique.dedup();
@@ -340,6 +361,21 @@ mod tests {
         let echo = select(&cli::parse(&strings("--suite echo")).unwrap(), &c);
         // 3 × 3 batch sizes + 18 bytes sizes (8 B … 1 MiB) + 7 shared sizes (8 … 512 B).
         assert_eq!(echo.len(), 9 + 18 + 7);
+        let net = select(&cli::parse(&strings("--suite net")).unwrap(), &c);
+        let keys: Vec<String> = net.iter().map(|(case, _)| format!("{} {} {}", case.name, case.param, case.workers)).collect();
+        assert_eq!(
+            keys,
+            [
+                "tcp_pingpong size=64 4",
+                "tcp_pingpong size=4096 4",
+                "tcp_pingpong size=65536 4",
+                "tcp_echo_conns conns=1 4",
+                "tcp_echo_conns conns=16 4",
+                "tcp_echo_conns conns=128 4",
+                "tcp_connect  4",
+                "tcp_stream size=1048576 4",
+            ]
+        );
         assert_eq!(echo[0].0.list_line(), "echo 0 echo_f64 n=1");
         let some = select(&cli::parse(&strings("--suite all --filter rwlock --filter f64")).unwrap(), &c);
         let names: Vec<&str> = some.iter().map(|(case, _)| case.name).collect();

@@ -26,25 +26,41 @@ pub fn sum_below(n: u64) -> u64 {
 }
 
 // -- Tier 0: controls -----------------------------------------------------------------------
+//
+// The op loops are not compiled by rustc: they are the functions of
+// runtime/bench/controls_x86_64.s, the one assembly source the Zig side assembles too, so both
+// programs run the same instructions at the same alignment. Each side calls them the same way:
+// directly, between `Mark::start` and `Mark::stop`, on a word that has a cache line to itself.
+
+#[cfg(target_arch = "x86_64")]
+std::arch::global_asm!(include_str!("../../runtime/bench/controls_x86_64.s"), options(att_syntax));
+
+#[cfg(not(target_arch = "x86_64"))]
+compile_error!("the Tier 0 controls are x86-64 assembly (runtime/bench/controls_x86_64.s); port them");
+
+unsafe extern "C" {
+    /// `ops` × (CAS 0→1, store 0) on `word`; returns the successful CASes.
+    fn ampere_bench_floor_cas_store(word: *const AtomicU32, ops: u64) -> u64;
+    /// `ops` × fetch-add 1 on `counter`.
+    fn ampere_bench_floor_fetch_add(counter: *const AtomicU64, ops: u64);
+}
+
+/// A value alone on its 64-byte cache line (Zig: `CacheLine(T)`, `align(64)`).
+#[repr(align(64))]
+struct CacheLine<T>(T);
 
 /// One op: 32-bit CAS 0→1 (acquire; failure relaxed), then store 0 (release).
 pub fn floor_cas_store(c: &Constants) -> Samples {
     let ops = c.sync_ops;
-    let word = AtomicU32::new(0);
-    let word = black_box(&word); // make the atomic escape so it cannot be promoted to a register
+    let word = CacheLine(AtomicU32::new(0));
     repeat(c.warmup, c.iterations, |_| {
-        let mut swapped: u64 = 0;
         let mark = Mark::start();
-        for _ in 0..ops {
-            if word.compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed).is_ok() {
-                swapped += 1;
-            }
-            word.store(0, Ordering::Release);
-        }
+        // SAFETY: the word is a live AtomicU32 (atomic accesses only) for the whole call.
+        let swapped = unsafe { ampere_bench_floor_cas_store(&word.0, ops) };
         let sample = mark.stop();
         // Counts successes, so that a loop that did not run fails the check.
         expect_eq("successful compare-and-swaps", swapped, ops)?;
-        expect_eq("final word", word.load(Ordering::Relaxed), 0)?;
+        expect_eq("final word", word.0.load(Ordering::Relaxed), 0)?;
         Ok(sample)
     })
 }
@@ -52,16 +68,14 @@ pub fn floor_cas_store(c: &Constants) -> Samples {
 /// One op: 64-bit fetch_add(1, acq_rel).
 pub fn floor_fetch_add(c: &Constants) -> Samples {
     let ops = c.sync_ops;
-    let counter = AtomicU64::new(0);
-    let counter = black_box(&counter);
+    let counter = CacheLine(AtomicU64::new(0));
     repeat(c.warmup, c.iterations, |_| {
-        counter.store(0, Ordering::Relaxed);
+        counter.0.store(0, Ordering::Relaxed);
         let mark = Mark::start();
-        for _ in 0..ops {
-            counter.fetch_add(1, Ordering::AcqRel);
-        }
+        // SAFETY: the counter is a live AtomicU64 (atomic accesses only) for the whole call.
+        unsafe { ampere_bench_floor_fetch_add(&counter.0, ops) };
         let sample = mark.stop();
-        expect_eq("counter", counter.load(Ordering::Relaxed), ops)?;
+        expect_eq("counter", counter.0.load(Ordering::Relaxed), ops)?;
         Ok(sample)
     })
 }

@@ -74,8 +74,9 @@ impl Variant {
     }
 
     /// A multi-thread Tokio runtime with `workers` workers and the variant's settings; every
-    /// other option is Tokio's default (`enable_all`: the time driver only, as no I/O driver
-    /// is compiled in — as in Tokio's own benches).
+    /// other option is Tokio's default (`enable_all`: the time driver and, with the `net`
+    /// feature the net suite needs, the I/O driver — every runtime of both programs has an
+    /// I/O driver, as ampere's always does).
     pub fn build_runtime(&self, workers: u64) -> Result<Runtime, String> {
         assert_eq!(self.runtime, "tokio");
         let mut builder = tokio::runtime::Builder::new_multi_thread();

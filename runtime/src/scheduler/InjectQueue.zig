@@ -16,7 +16,9 @@ const Header = @import("../task/Header.zig");
 
 const InjectQueue = @This();
 
-mutex: Lock = .{},
+/// Cache-line aligned, so the queue (written on every push and pop) owns its lines: it must not
+/// share one with `Idle.state` or with the scheduler's read-mostly fields (`Shared.zig`).
+mutex: Lock align(std.atomic.cache_line) = .{},
 head: ?*Header = null,
 tail: ?*Header = null,
 count: std.atomic.Value(usize) = .init(0),
@@ -30,6 +32,7 @@ pub fn isEmpty(self: *const InjectQueue) bool {
 }
 
 pub fn push(self: *InjectQueue, task: *Header) void {
+    assert(task.load() & Header.scheduled != 0); // The queue takes the queue's reference.
     task.queue_next = null;
     self.pushBatch(task, task, 1);
 }
@@ -40,9 +43,12 @@ pub fn pushBatch(self: *InjectQueue, first: *Header, last: *Header, batch_len: u
     assert(last.queue_next == null);
     self.mutex.lock();
     defer self.mutex.unlock();
+    assert((self.head == null) == (self.tail == null));
+    assert((self.head == null) == (self.count.load(.monotonic) == 0));
     if (self.tail) |tail| tail.queue_next = first else self.head = first;
     self.tail = last;
     self.count.store(self.count.load(.monotonic) + batch_len, .seq_cst);
+    assert(self.tail.?.queue_next == null);
 }
 
 pub fn pop(self: *InjectQueue) ?*Header {
@@ -53,6 +59,7 @@ pub fn pop(self: *InjectQueue) ?*Header {
 }
 
 fn popLocked(self: *InjectQueue) ?*Header {
+    assert((self.head == null) == (self.count.load(.monotonic) == 0));
     const task = self.head orelse return null;
     self.head = task.queue_next;
     if (self.head == null) self.tail = null;
@@ -75,14 +82,16 @@ pub fn popBatch(self: *InjectQueue, max: usize) ?*Header {
     self.head = last.queue_next;
     if (self.head == null) self.tail = null;
     last.queue_next = null;
+    assert(taken <= max and taken <= self.count.load(.monotonic));
     self.count.store(self.count.load(.monotonic) - taken, .seq_cst);
+    assert((self.head == null) == (self.count.load(.monotonic) == 0));
     return first;
 }
 
 test "FIFO order and batches" {
     var queue = InjectQueue{};
     var tasks: [5]Header = undefined;
-    for (&tasks, 0..) |*t, i| t.* = .{ .state = .init(0), .vtable = undefined, .scheduler = undefined, .id = i };
+    for (&tasks, 0..) |*t, i| t.* = .{ .state = .init(Header.scheduled), .vtable = undefined, .scheduler = undefined, .id = i };
     for (&tasks) |*t| queue.push(t);
     try std.testing.expectEqual(@as(usize, 5), queue.len());
     try std.testing.expectEqual(&tasks[0], queue.pop().?);

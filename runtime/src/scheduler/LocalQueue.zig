@@ -74,11 +74,13 @@ pub fn isEmpty(self: *const LocalQueue) bool {
 pub fn remainingSlots(self: *const LocalQueue) u32 {
     const steal = unpackSteal(self.head.load(.acquire));
     const tail = self.tail.load(.monotonic);
+    assert(tail -% steal <= capacity);
     return capacity - (tail -% steal);
 }
 
 /// Owner only. Pushes `task`; on overflow moves half the queue and `task` to `inject`.
-pub fn pushBackOrOverflow(self: *LocalQueue, task: *Header, inject: *InjectQueue) void {
+/// Returns the number of tasks that went to `inject` (0 when the task fit).
+pub fn pushBackOrOverflow(self: *LocalQueue, task: *Header, inject: *InjectQueue) u32 {
     const tail = while (true) {
         const head = self.head.load(.acquire);
         const steal = unpackSteal(head);
@@ -88,14 +90,16 @@ pub fn pushBackOrOverflow(self: *LocalQueue, task: *Header, inject: *InjectQueue
         if (steal != real) {
             // A stealer is copying; it will free slots soon. Do not wait for it.
             inject.push(task);
-            return;
+            return 1;
         }
-        if (self.pushOverflow(task, real, tail, inject)) return;
+        if (self.pushOverflow(task, real, tail, inject)) return overflow_batch + 1;
         // A stealer claimed slots meanwhile: there is room now, retry.
     };
+    assert(tail -% unpackSteal(self.head.load(.monotonic)) < capacity);
     self.slots[tail & mask].store(task, .monotonic);
     // Release: the slot write happens-before a stealer's acquire load of `tail`.
     self.tail.store(tail +% 1, .release);
+    return 0;
 }
 
 fn pushOverflow(self: *LocalQueue, task: *Header, head: u32, tail: u32, inject: *InjectQueue) bool {
@@ -129,6 +133,7 @@ pub fn pop(self: *LocalQueue) ?*Header {
         const real = unpackReal(head);
         const tail = self.tail.load(.monotonic);
         if (real == tail) return null;
+        assert(tail -% real <= capacity);
         const next_real = real +% 1;
         const next = if (steal == real) pack(next_real, next_real) else blk: {
             assert(steal != next_real);
@@ -140,28 +145,36 @@ pub fn pop(self: *LocalQueue) ?*Header {
     return self.slots[index].load(.monotonic).?;
 }
 
+/// What a successful steal took: `first` to run now, and `count` tasks in all (the others
+/// are in the stealer's queue).
+pub const Stolen = struct { first: *Header, count: u32 };
+
 /// Called by another worker (the owner of `destination`). Moves about half of this queue into
 /// `destination` and returns one of the moved tasks to run now, or null if nothing was taken.
-pub fn stealInto(self: *LocalQueue, destination: *LocalQueue) ?*Header {
+pub fn stealInto(self: *LocalQueue, destination: *LocalQueue) ?Stolen {
     assert(self != destination);
     const destination_tail = destination.tail.load(.monotonic); // Owned by the caller.
     const destination_steal = unpackSteal(destination.head.load(.acquire));
     // Only steal into a queue with room for half a queue.
     if (destination_tail -% destination_steal > capacity / 2) return null;
 
-    var count = self.stealInto2(destination, destination_tail);
+    const count = self.claimAndCopy(destination, destination_tail);
     if (count == 0) return null;
-    count -= 1;
-    const result_index = (destination_tail +% count) & mask;
+    assert(count <= capacity / 2);
+    const kept = count - 1;
+    const result_index = (destination_tail +% kept) & mask;
     const result = destination.slots[result_index].load(.monotonic).?;
-    if (count > 0) {
+    if (kept > 0) {
         // Release: publishes the copied slots to thieves of `destination`.
-        destination.tail.store(destination_tail +% count, .release);
+        destination.tail.store(destination_tail +% kept, .release);
     }
-    return result;
+    return .{ .first = result, .count = count };
 }
 
-fn stealInto2(self: *LocalQueue, destination: *LocalQueue, destination_tail: u32) u32 {
+/// Claims half of this queue, copies it into `destination` from `destination_tail` on and
+/// releases the claimed slots. Returns how many tasks were copied (0: nothing to take, or
+/// another stealer is copying).
+fn claimAndCopy(self: *LocalQueue, destination: *LocalQueue, destination_tail: u32) u32 {
     var previous = self.head.load(.acquire);
     var count: u32 = undefined;
     var next: u64 = undefined;
@@ -205,7 +218,7 @@ const testing = std.testing;
 
 fn testTasks(comptime n: usize) [n]Header {
     var tasks: [n]Header = undefined;
-    for (&tasks, 0..) |*t, i| t.* = .{ .state = .init(0), .vtable = undefined, .scheduler = undefined, .id = i };
+    for (&tasks, 0..) |*t, i| t.* = .{ .state = .init(Header.scheduled), .vtable = undefined, .scheduler = undefined, .id = i };
     return tasks;
 }
 
@@ -213,7 +226,7 @@ test "push and pop in FIFO order" {
     var inject = InjectQueue{};
     var queue = LocalQueue{};
     var tasks = testTasks(10);
-    for (&tasks) |*t| queue.pushBackOrOverflow(t, &inject);
+    for (&tasks) |*t| try testing.expectEqual(@as(u32, 0), queue.pushBackOrOverflow(t, &inject));
     try testing.expectEqual(@as(u32, 10), queue.len());
     for (&tasks) |*t| try testing.expectEqual(t, queue.pop().?);
     try testing.expect(queue.pop() == null);
@@ -223,7 +236,8 @@ test "overflow moves half the queue plus the new task to the inject queue" {
     var inject = InjectQueue{};
     var queue = LocalQueue{};
     var tasks = testTasks(capacity + 1);
-    for (&tasks) |*t| queue.pushBackOrOverflow(t, &inject);
+    for (tasks[0..capacity]) |*t| try testing.expectEqual(@as(u32, 0), queue.pushBackOrOverflow(t, &inject));
+    try testing.expectEqual(overflow_batch + 1, queue.pushBackOrOverflow(&tasks[capacity], &inject));
     try testing.expectEqual(@as(usize, overflow_batch + 1), inject.len());
     try testing.expectEqual(capacity - overflow_batch, queue.len());
     // The oldest half went to the inject queue, in order, followed by the new task.
@@ -237,9 +251,10 @@ test "steal takes half, rounded up, and returns one to run" {
     var source = LocalQueue{};
     var destination = LocalQueue{};
     var tasks = testTasks(7);
-    for (&tasks) |*t| source.pushBackOrOverflow(t, &inject);
-    const first = source.stealInto(&destination).?;
-    try testing.expectEqual(&tasks[3], first); // Stole tasks 0..3, runs the last of them.
+    for (&tasks) |*t| _ = source.pushBackOrOverflow(t, &inject);
+    const stolen = source.stealInto(&destination).?;
+    try testing.expectEqual(&tasks[3], stolen.first); // Stole tasks 0..3, runs the last of them.
+    try testing.expectEqual(@as(u32, 4), stolen.count);
     try testing.expectEqual(@as(u32, 3), destination.len());
     try testing.expectEqual(@as(u32, 3), source.len());
     for (tasks[0..3]) |*t| try testing.expectEqual(t, destination.pop().?);
@@ -262,8 +277,8 @@ test "concurrent pops and steals hand out every task exactly once" {
         fn run(source: *LocalQueue, marks: *[per_round]std.atomic.Value(u32), all: *[per_round]Header, stop: *std.atomic.Value(bool)) void {
             var mine = LocalQueue{};
             while (!stop.load(.acquire)) {
-                if (source.stealInto(&mine)) |first| {
-                    mark(marks, all, first);
+                if (source.stealInto(&mine)) |stolen| {
+                    mark(marks, all, stolen.first);
                     while (mine.pop()) |t| mark(marks, all, t);
                 }
             }
@@ -275,7 +290,7 @@ test "concurrent pops and steals hand out every task exactly once" {
         var threads: [thieves]std.Thread = undefined;
         for (&threads) |*t| t.* = try std.Thread.spawn(.{}, Thief.run, .{ &owner_queue, &seen, &tasks, &stop });
         for (&tasks) |*t| {
-            owner_queue.pushBackOrOverflow(t, &inject);
+            _ = owner_queue.pushBackOrOverflow(t, &inject);
             if (t.id % 3 == 0) if (owner_queue.pop()) |p| mark(&seen, &tasks, p);
         }
         while (owner_queue.pop()) |p| mark(&seen, &tasks, p);

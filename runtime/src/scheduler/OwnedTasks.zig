@@ -37,6 +37,7 @@ pub fn deinit(self: *OwnedTasks, allocator: Allocator) void {
 }
 
 fn shardOf(self: *OwnedTasks, task: *const Header) *Shard {
+    assert(self.mask + 1 == self.shards.len);
     return &self.shards[task.id & self.mask];
 }
 
@@ -52,6 +53,7 @@ pub fn insert(self: *OwnedTasks, task: *Header) error{Shutdown}!void {
     if (shard.head) |head| head.owned_prev = task;
     shard.head = task;
     shard.count += 1;
+    assert(shard.head == task and task.in_owned);
 }
 
 /// Unlinks `task` if it is still listed (at shutdown `popAny` may have taken it already).
@@ -74,6 +76,7 @@ fn unlink(shard: *Shard, task: *Header) void {
     task.owned_prev = null;
     task.owned_next = null;
     shard.count -= 1;
+    assert((shard.head == null) == (shard.count == 0));
 }
 
 /// Closes every shard against inserts.

@@ -22,6 +22,7 @@ const Options = @import("../Options.zig");
 const Header = @import("../task/Header.zig");
 const Shared = @import("Shared.zig");
 const Worker = @import("Worker.zig");
+const Metrics = @import("Metrics.zig");
 
 const Scheduler = @This();
 
@@ -31,7 +32,7 @@ threads: []std.Thread,
 threads_started: u32 = 0,
 
 /// Initialises in place; no thread runs until `start`.
-pub fn init(self: *Scheduler, allocator: Allocator, options: Options, runtime: *anyopaque) Allocator.Error!void {
+pub fn init(self: *Scheduler, allocator: Allocator, options: Options, runtime: *anyopaque) Shared.InitError!void {
     const workers = try allocator.alloc(Worker, options.workers);
     errdefer allocator.free(workers);
     const threads = try allocator.alloc(std.Thread, options.workers);
@@ -50,6 +51,7 @@ pub fn start(self: *Scheduler) std.Thread.SpawnError!void {
         const worker = &self.workers[self.threads_started];
         self.threads[self.threads_started] = try std.Thread.spawn(.{}, Worker.run, .{worker});
     }
+    assert(self.threads_started == self.workers.len);
 }
 
 /// Stops and joins every worker thread (each finishes its current poll first).
@@ -59,6 +61,7 @@ pub fn stopWorkers(self: *Scheduler) void {
     for (self.shared.remotes) |*remote| remote.parker.unpark();
     for (self.threads[0..self.threads_started]) |thread| thread.join();
     self.threads_started = 0;
+    assert(self.shared.idle.spinningWorkers() == 0); // Nobody left a spin unfinished.
 }
 
 /// Shutdown, after `stopWorkers`: cancels queued tasks, then idle ones, until none is left.
@@ -87,6 +90,17 @@ fn popQueuedTask(self: *Scheduler) ?*Header {
         if (worker.local().pop()) |task| return task;
     }
     return self.shared.inject.pop();
+}
+
+/// Every worker's counts and the external set (relaxed loads; see `Metrics`).
+pub fn metrics(self: *Scheduler) Metrics.Snapshot {
+    assert(self.workers.len <= Metrics.Snapshot.workers_max);
+    var snapshot = Metrics.Snapshot{ .worker_count = @intCast(self.workers.len) };
+    for (self.workers, snapshot.per_worker[0..self.workers.len]) |*worker, *counts| {
+        counts.* = worker.metrics.snapshot();
+    }
+    snapshot.external = self.shared.external_metrics.snapshot();
+    return snapshot;
 }
 
 /// Whether the calling thread is a worker of any runtime (`blockOn` and `deinit` must not be

@@ -1,7 +1,7 @@
 //! The part of one runtime's scheduler that every worker, waker and spawner shares (Tokio's
 //! `multi_thread::Shared` + `Handle`): the stealable half of each worker (`Remote`: its run
 //! queue and its parker), the inject queue, idle tracking, the owned-task list, the timer
-//! driver, and the operations on them that any thread may call — waking a parked worker,
+//! driver, the I/O driver, and the operations on them that any thread may call — waking a parked worker,
 //! completing a task, cancelling one at shutdown.
 //!
 //! What only a worker's own thread touches (its LIFO slot, tick, searching flag) lives in
@@ -14,6 +14,19 @@
 //! `finishTask`: `running -> complete` (which wakes a registered JoinHandle), unlink from the
 //! owned list, drop the poller's and the list's references. At shutdown, tasks nobody will
 //! poll again are cancelled by the same path (`cancelQueuedTask`, `cancelIdleTask`).
+//!
+//! ## Cache lines
+//!
+//! Workers read some fields on every loop iteration or every wake (`shutting_down`,
+//! `options`, `remotes`, `task_scheduler`, `owned`, `runtime`) and never write them; other
+//! fields are written all the time by whichever thread spawns, wakes or parks (`inject`,
+//! `idle`, `next_task_id`, `driver`, `external_metrics`). Each of the written groups is a
+//! cache-line aligned type, so it owns whole lines and never shares one with the read-mostly
+//! fields or with another group (checked by a test). Before this layout, `next_task_id`
+//! (a read-modify-write per spawn), `shutting_down` (a load per worker loop iteration) and
+//! `task_scheduler` (read by every wake) sat in one 64-byte line, and `inject` and
+//! `Idle.state` (a read-modify-write per task queued behind another) in another: on many
+//! cores each spawn invalidated a line that every worker was reading.
 //!
 //! ## Waking workers
 //!
@@ -29,10 +42,12 @@ const context = @import("../context.zig");
 const Header = @import("../task/Header.zig");
 const Parker = @import("../Parker.zig");
 const Driver = @import("../time/Driver.zig");
+const IoDriver = @import("../io/Driver.zig");
 const LocalQueue = @import("LocalQueue.zig");
 const InjectQueue = @import("InjectQueue.zig");
 const Idle = @import("Idle.zig");
 const OwnedTasks = @import("OwnedTasks.zig");
+const Metrics = @import("Metrics.zig");
 
 const Shared = @This();
 
@@ -40,8 +55,10 @@ const Shared = @This();
 pub const Remote = struct {
     /// Owner pushes and pops; other workers steal (LocalQueue's protocol).
     local: LocalQueue = .{},
-    /// The worker thread parks on it; anyone unparks it.
-    parker: Parker = .{},
+    /// The worker thread parks on it (on its futex, or in the I/O driver when it is the driver
+    /// owner; and spins reading it); anyone unparks it. On a line of its own, apart from the
+    /// queue's slots that thieves read.
+    parker: Parker align(std.atomic.cache_line) = .{},
 };
 
 allocator: Allocator,
@@ -51,30 +68,38 @@ inject: InjectQueue = .{},
 idle: Idle,
 owned: OwnedTasks,
 driver: Driver,
+/// The I/O driver (epoll). Turned only by the driver owner (`driver.owner`, see Worker.zig).
+io: IoDriver,
 /// Where this runtime's tasks go when woken or spawned (`Worker.submit`, context = self).
 task_scheduler: Header.Scheduler,
-next_task_id: std.atomic.Value(u64) = .init(1),
+next_task_id: TaskIds = .{},
+/// Events on threads that are not this runtime's workers (see `Metrics`: the only counter set
+/// written with read-modify-writes, by any thread).
+external_metrics: Metrics.Counters = .{},
 /// Set once by shutdown (release); workers poll it (acquire) between tasks.
 shutting_down: std.atomic.Value(bool) = .init(false),
 /// The owning `Runtime`, type-erased, for the thread-local context of its threads.
 runtime: *anyopaque,
 
-/// Initialises in place (the timer driver's kick points back at `self`). `submit` is the
-/// routing function of this runtime's tasks (`Worker.submit`).
+pub const InitError = Allocator.Error || IoDriver.InitError;
+
+/// Initialises in place (the timer driver's kick and the parkers' I/O driver point back into
+/// `self`). `submit` is the routing function of this runtime's tasks (`Worker.submit`).
 pub fn init(
     self: *Shared,
     allocator: Allocator,
     options: Options,
     runtime: *anyopaque,
     submit: *const fn (ctx: *anyopaque, task: *Header, yielded: bool) void,
-) Allocator.Error!void {
+) InitError!void {
     assert(options.workers >= 1 and options.workers <= Idle.workers_max);
     assert(options.global_queue_interval > 0 and options.event_interval > 0);
     const remotes = try allocator.alloc(Remote, options.workers);
     errdefer allocator.free(remotes);
     @memset(remotes, .{});
     const shard_count = std.math.ceilPowerOfTwo(usize, 4 * options.workers) catch unreachable;
-    const owned = try OwnedTasks.init(allocator, shard_count);
+    var owned = try OwnedTasks.init(allocator, shard_count);
+    errdefer owned.deinit(allocator);
     self.* = .{
         .allocator = allocator,
         .options = options,
@@ -82,9 +107,12 @@ pub fn init(
         .idle = Idle.init(options.workers),
         .owned = owned,
         .driver = Driver.init(.{ .context = self, .function = kickTimer }),
+        .io = undefined,
         .task_scheduler = .{ .context = self, .submit = submit },
         .runtime = runtime,
     };
+    try self.io.init(allocator);
+    for (self.remotes) |*remote| remote.parker.io = &self.io;
     assert(self.remotes.len == options.workers);
 }
 
@@ -92,6 +120,7 @@ pub fn init(
 pub fn deinit(self: *Shared) void {
     assert(self.inject.isEmpty());
     for (self.remotes) |*remote| assert(remote.local.isEmpty());
+    self.io.deinit();
     self.owned.deinit(self.allocator);
     self.allocator.free(self.remotes);
     self.* = undefined;
@@ -103,30 +132,63 @@ pub fn isShuttingDown(self: *const Shared) bool {
 
 /// What a thread of this runtime puts in its thread-local context.
 pub fn handles(self: *Shared) context.Handles {
-    return .{ .runtime = self.runtime, .driver = &self.driver };
+    assert(self.remotes.len == self.options.workers);
+    return .{ .runtime = self.runtime, .driver = &self.driver, .io = &self.io };
 }
+
+/// The task-id counter on a cache line of its own (every spawn writes it).
+pub const TaskIds = struct {
+    next: std.atomic.Value(u64) align(std.atomic.cache_line) = .init(1),
+};
 
 pub fn nextTaskId(self: *Shared) u64 {
     // Monotonic: ids only need to be unique (they select an owned-list shard).
-    return self.next_task_id.fetchAdd(1, .monotonic);
+    const id = self.next_task_id.next.fetchAdd(1, .monotonic);
+    assert(id > 0); // No wrap-around in 2^64 spawns.
+    return id;
 }
 
-/// Wakes an idle worker if work is available that nobody is looking for.
-pub fn notifyParked(self: *Shared) void {
-    const index = self.idle.workerToNotify() orelse return;
+/// The recorder for events on a thread that is not one of this runtime's workers.
+pub fn externalRecorder(self: *Shared) Metrics.Recorder {
+    return .{ .counters = &self.external_metrics, .owner = false };
+}
+
+/// Wakes an idle worker if work is available that nobody is looking for. True if it unparked
+/// one (the caller counts `unparks_issued` in its own recorder).
+pub fn notifyParked(self: *Shared) bool {
+    const index = self.idle.workerToNotify() orelse return false;
     assert(index < self.remotes.len);
     self.remotes[index].parker.unpark();
+    return true;
 }
 
-/// The last searcher going to sleep re-checks every queue once more.
-pub fn notifyIfWorkPending(self: *Shared) void {
+/// `notifyParked` for a running worker that queued a task in its own queue (the cheaper first
+/// check of `Idle.workerToNotifyForLocalPush`).
+pub fn notifyParkedForLocalPush(self: *Shared) bool {
+    const index = self.idle.workerToNotifyForLocalPush() orelse return false;
+    assert(index < self.remotes.len);
+    self.remotes[index].parker.unpark();
+    return true;
+}
+
+/// The last searcher going to sleep re-checks every queue once more. True if it unparked a
+/// worker.
+pub fn notifyIfWorkPending(self: *Shared) bool {
     for (self.remotes) |*remote| {
-        if (!remote.local.isEmpty()) {
-            self.notifyParked();
-            return;
-        }
+        if (!remote.local.isEmpty()) return self.notifyParked();
     }
-    if (!self.inject.isEmpty()) self.notifyParked();
+    if (!self.inject.isEmpty()) return self.notifyParked();
+    return false;
+}
+
+/// A task spawned or woken on a thread that is not one of this runtime's workers: into the
+/// inject queue, then wake a worker if nobody is searching (counted in the external set).
+pub fn submitRemote(self: *Shared, task: *Header) void {
+    assert(task.load() & Header.scheduled != 0);
+    self.inject.push(task);
+    const recorder = self.externalRecorder();
+    recorder.count(.inject_pushes, 1);
+    if (self.notifyParked()) recorder.count(.unparks_issued, 1);
 }
 
 /// The timer driver's earliest deadline moved earlier: make a sleeping worker re-arm.
@@ -138,7 +200,8 @@ fn kickTimer(ctx: *anyopaque) void {
         self.remotes[owner].parker.unpark();
     } else if (self.idle.anySleeper()) |index| {
         self.remotes[index].parker.unpark();
-    }
+    } else return;
+    self.externalRecorder().count(.unparks_issued, 1);
 }
 
 /// A task's output (or Cancelled) is stored by the thread holding `running`: complete it and
@@ -146,6 +209,7 @@ fn kickTimer(ctx: *anyopaque) void {
 pub fn finishTask(self: *Shared, task: *Header) void {
     const before = task.transitionToComplete();
     assert(before & Header.running != 0);
+    assert(Header.refCount(before) >= 2); // The poller's and the owned list's, dropped here.
     self.owned.remove(task);
     task.refDec(2);
 }
@@ -153,6 +217,7 @@ pub fn finishTask(self: *Shared, task: *Header) void {
 /// Shutdown: a task taken from a queue that nobody will poll — cancel it and complete it.
 pub fn cancelQueuedTask(self: *Shared, task: *Header) void {
     assert(task.load() & Header.scheduled != 0);
+    assert(self.isShuttingDown());
     switch (task.transitionToRunning()) {
         .cancel, .poll => task.vtable.cancel(task),
     }
@@ -170,4 +235,27 @@ pub fn cancelIdleTask(self: *Shared, task: *Header) bool {
     assert(before & Header.running != 0);
     task.refDec(2); // The canceller's and the owned list's (already unlinked by popAny).
     return true;
+}
+
+test "fields written by every spawn, wake or park own their cache lines" {
+    const line = std.atomic.cache_line;
+    const written = [_][]const u8{ "inject", "idle", "next_task_id", "driver", "external_metrics" };
+    const Span = struct { first: usize, last: usize };
+    const span = struct {
+        fn of(comptime name: []const u8) Span {
+            const offset = @offsetOf(Shared, name);
+            const size = @sizeOf(@FieldType(Shared, name));
+            return .{ .first = offset / line, .last = (offset + size - 1) / line };
+        }
+    }.of;
+    inline for (written) |hot| {
+        const a = span(hot);
+        inline for (@typeInfo(Shared).@"struct".fields) |field| {
+            if (comptime std.mem.eql(u8, field.name, hot)) continue;
+            const b = span(field.name);
+            const overlap = a.first <= b.last and b.first <= a.last;
+            if (overlap) std.debug.print("{s} shares a cache line with {s}\n", .{ hot, field.name });
+            try std.testing.expect(!overlap);
+        }
+    }
 }

@@ -9,8 +9,34 @@
 //!    the local queue, then a batch from the inject queue.
 //! 2. Nothing local: become a searcher (at most half the workers) and steal half of a random
 //!    victim's queue, then try the inject queue.
-//! 3. Nothing anywhere: park (futex) until notified, or until the next timer deadline if it
-//!    is the timer owner.
+//! 3. Nothing anywhere: park. The first parker to claim `driver.owner` becomes the *driver
+//!    owner*: it blocks in the I/O driver's `epoll_wait`, until an I/O event, the next timer
+//!    deadline, or an unpark (which writes the driver's eventfd). The others sleep on their
+//!    futex. Every `event_interval` ticks a busy worker fires due timers and, if nobody owns
+//!    the drivers, turns the I/O driver without blocking (Tokio's maintenance), so that I/O is
+//!    not starved while every worker is busy.
+//!
+//! ## The driver owner
+//!
+//! `driver.owner` (time/Driver.zig) names the one thread allowed to turn the I/O driver, and
+//! the one parked worker that sleeps with a timeout. It is claimed with a seq_cst
+//! compare-and-swap and released with a seq_cst store, so successive turns are ordered (the
+//! I/O driver's events buffer and its release list need no lock). No I/O event or timer is
+//! left unattended and no wake-up is lost:
+//!
+//! - Every worker that parks tries to claim ownership, and only an awake worker releases it
+//!   (after its blocking or non-blocking turn), so when every worker is parked, one of them is
+//!   the owner, blocked in `epoll_wait`: a new connection or byte wakes it at once — there is
+//!   no polling interval. An awake worker parks or turns the driver within `event_interval`
+//!   ticks.
+//! - The owner reads the next timer deadline *after* claiming ownership; a registration that
+//!   moves the deadline earlier stores it and then reads `owner` (both seq_cst, time/Driver.zig)
+//!   and unparks the owner, or a sleeper if there is none (which then claims ownership).
+//! - Spawns and wakes unpark a sleeper through `notifyParked`; unparking the owner writes the
+//!   eventfd (Parker.zig, `parked_io`), so an unpark between the owner's last check and its
+//!   `epoll_wait` is not lost either. Shutdown unparks every worker the same way.
+//! - Tasks woken by the events the owner dispatches go to its own LIFO slot and queue (it is a
+//!   worker thread), and `notifyParked` wakes a sleeper for the ones it cannot run first.
 //!
 //! ## Routing (`submit`)
 //!
@@ -23,9 +49,16 @@
 //! of the queue. A task woken from any other thread goes to the inject queue, followed by
 //! waking an idle worker.
 //!
-//! The LIFO slot, `tick` and `is_searching` are touched only by the owning thread. When the
-//! worker stops (shutdown), it moves its LIFO task to its local queue, so that shutdown finds
-//! every queued task in `Shared`.
+//! The LIFO slot, `tick`, `is_searching`, the spin policy and the metrics counters are written
+//! only by the owning thread (the counters with relaxed atomic stores, so `Runtime.metrics`
+//! may read them from anywhere: see `Metrics`). When the worker stops (shutdown), it moves its
+//! LIFO task to its local queue, so that shutdown finds every queued task in `Shared`.
+//!
+//! ## Parking
+//!
+//! With nothing to do anywhere, the worker registers as asleep (`Idle`), then — per its
+//! `SpinPolicy` — may spin for a notification (holding the runtime's single spinning slot,
+//! unless it expects a wake-up it caused) before it sleeps on its futex.
 
 const std = @import("std");
 const builtin = @import("builtin");
@@ -37,13 +70,16 @@ const Driver = @import("../time/Driver.zig");
 const budget = @import("../budget.zig");
 const context = @import("../context.zig");
 const Shared = @import("Shared.zig");
+const Metrics = @import("Metrics.zig");
+const SpinPolicy = @import("SpinPolicy.zig");
 
 const Worker = @This();
 
 pub const lifo_polls_max: u32 = 3;
 
-/// Tests only (compiled out otherwise): runs between reading the next timer deadline and
-/// claiming timer ownership in `parkOnce`, so a test can put a registration in that window.
+/// Tests only (compiled out otherwise): runs in `parkOnce` right before the worker tries to
+/// claim driver ownership (and then reads the timer deadline), so a test can put a timer
+/// registration in that window.
 pub var test_hook_before_owner_claim: if (builtin.is_test) std.atomic.Value(?*const fn (*Worker) void) else void =
     if (builtin.is_test) .init(null) else {};
 /// Tests only: runs in `park` after the worker's last look at the queues found nothing and
@@ -58,13 +94,39 @@ lifo_enabled: bool = true,
 tick: u32 = 0,
 is_searching: bool = false,
 rng_state: u64,
+spin: SpinPolicy,
+/// This worker's event counts (owner writes, anyone reads; see `Metrics`).
+metrics: Metrics.Counters = .{},
 
 /// The worker whose thread this is (null on every other thread).
 threadlocal var current_worker: ?*Worker = null;
 
 pub fn init(shared: *Shared, index: u32) Worker {
     assert(index < shared.remotes.len);
-    return .{ .shared = shared, .index = index, .rng_state = 0x9e3779b97f4a7c15 ^ (@as(u64, index) + 1) *% 0xbf58476d1ce4e5b9 };
+    return .{
+        .shared = shared,
+        .index = index,
+        .rng_state = 0x9e3779b97f4a7c15 ^ (@as(u64, index) + 1) *% 0xbf58476d1ce4e5b9,
+        .spin = SpinPolicy.init(shared.options.spin_before_park_ns),
+    };
+}
+
+/// Counts on this worker's own set (owner thread only).
+fn recorder(self: *Worker) Metrics.Recorder {
+    return .{ .counters = &self.metrics, .owner = true };
+}
+
+/// The worker of `shared` running on the calling thread, if the caller is one.
+pub fn currentOf(shared: *const Shared) ?*Worker {
+    const worker = current_worker orelse return null;
+    return if (worker.shared == shared) worker else null;
+}
+
+/// A task on this thread handed work to the blocking pool: the result will wake it soon.
+pub fn noteBlockingHandOff(self: *Worker) void {
+    assert(current_worker == self);
+    self.metrics.bump(.blocking_spawns);
+    self.spin.expectWakeup();
 }
 
 /// The worker running on the calling thread, of any runtime.
@@ -74,10 +136,12 @@ pub fn current() ?*Worker {
 
 /// This worker's run queue (the stealable part lives in `Shared`).
 pub fn local(self: *Worker) *LocalQueue {
+    assert(self.index < self.shared.remotes.len);
     return &self.shared.remotes[self.index].local;
 }
 
 pub fn parker(self: *Worker) *Parker {
+    assert(self.index < self.shared.remotes.len);
     return &self.shared.remotes[self.index].parker;
 }
 
@@ -91,7 +155,7 @@ pub fn run(self: *Worker) void {
     const shared = self.shared;
     while (!shared.isShuttingDown()) {
         self.tick +%= 1;
-        if (self.tick % shared.options.event_interval == 0) _ = shared.driver.processIfDue();
+        if (self.tick % shared.options.event_interval == 0) self.maintenance();
         if (self.nextTask()) |task| {
             self.runTask(task);
             continue;
@@ -105,7 +169,7 @@ pub fn run(self: *Worker) void {
     // Leave every queued task where shutdown looks for it.
     if (self.lifo) |task| {
         self.lifo = null;
-        self.local().pushBackOrOverflow(task, &shared.inject);
+        self.pushBack(task);
     }
     assert(self.lifo == null);
 }
@@ -114,19 +178,32 @@ pub fn run(self: *Worker) void {
 /// `ctx` is its `Shared`).
 pub fn submit(ctx: *anyopaque, task: *Header, yielded: bool) void {
     const shared: *Shared = @ptrCast(@alignCast(ctx));
-    if (current_worker) |worker| {
-        if (worker.shared == shared) {
-            worker.scheduleLocal(task, yielded);
-            return;
-        }
+    if (currentOf(shared)) |worker| {
+        worker.scheduleLocal(task, yielded);
+        return;
     }
-    shared.inject.push(task);
-    shared.notifyParked();
+    shared.submitRemote(task);
+}
+
+/// Pushes to the back of the local queue (or overflows into the inject queue), counted.
+fn pushBack(self: *Worker, task: *Header) void {
+    const overflowed = self.local().pushBackOrOverflow(task, &self.shared.inject);
+    if (overflowed == 0) return;
+    self.metrics.bump(.overflows);
+    self.metrics.bumpBy(.inject_pushes, overflowed);
+}
+
+/// Wakes a sleeping worker if nobody searches (counted).
+fn notifyParked(self: *Worker) void {
+    if (self.shared.notifyParked()) self.metrics.bump(.unparks_issued);
 }
 
 fn nextTask(self: *Worker) ?*Header {
     if (self.tick % self.shared.options.global_queue_interval == 0) {
-        if (self.shared.inject.pop()) |task| return task;
+        if (self.shared.inject.pop()) |task| {
+            self.metrics.bump(.inject_pops);
+            return task;
+        }
         return self.nextLocalTask();
     }
     if (self.nextLocalTask()) |task| return task;
@@ -136,6 +213,7 @@ fn nextTask(self: *Worker) ?*Header {
 fn nextLocalTask(self: *Worker) ?*Header {
     if (self.lifo) |task| {
         self.lifo = null;
+        self.metrics.bump(.lifo_hits);
         return task;
     }
     return self.local().pop();
@@ -144,6 +222,7 @@ fn nextLocalTask(self: *Worker) ?*Header {
 /// Moves a fair share of the inject queue into the local queue; returns one task to run.
 fn takeFromInject(self: *Worker) ?*Header {
     const shared = self.shared;
+    assert(self.lifo == null); // Called only when the LIFO slot and local queue are empty.
     if (shared.inject.isEmpty()) return null;
     const room: usize = @min(self.local().remainingSlots(), LocalQueue.capacity / 2);
     const share = shared.inject.len() / shared.remotes.len + 1;
@@ -155,17 +234,22 @@ fn takeFromInject(self: *Worker) ?*Header {
     while (next) |task| : (moved += 1) {
         next = task.queue_next;
         task.queue_next = null;
-        self.local().pushBackOrOverflow(task, &shared.inject);
+        // Fits: at most `room` - 1 tasks are moved, into the first half of the queue.
+        const overflowed = self.local().pushBackOrOverflow(task, &shared.inject);
+        assert(overflowed == 0);
     }
     assert(moved < batch_max);
+    self.metrics.bumpBy(.inject_pops, moved + 1);
     return first;
 }
 
 fn runTask(self: *Worker, task: *Header) void {
     const shared = self.shared;
+    assert(current_worker == self);
+    assert(self.lifo_enabled);
     if (self.is_searching) {
         self.is_searching = false;
-        if (shared.idle.transitionWorkerFromSearching()) shared.notifyParked();
+        if (shared.idle.transitionWorkerFromSearching()) self.notifyParked();
     }
     // One budget for the task and the LIFO chain it starts (Tokio does the same).
     const scope = budget.Scope.begin(budget.units_per_poll);
@@ -175,12 +259,13 @@ fn runTask(self: *Worker, task: *Header) void {
     while (self.lifo) |next| {
         self.lifo = null;
         if (budget.exhausted()) {
-            self.local().pushBackOrOverflow(next, &shared.inject);
+            self.pushBack(next);
             break;
         }
         lifo_polls += 1;
         assert(lifo_polls <= lifo_polls_max);
         if (lifo_polls >= lifo_polls_max) self.lifo_enabled = false;
+        self.metrics.bump(.lifo_hits);
         self.pollTask(next);
     }
     // With the slot disabled the last poll could only queue at the back.
@@ -189,6 +274,7 @@ fn runTask(self: *Worker, task: *Header) void {
 }
 
 fn pollTask(self: *Worker, task: *Header) void {
+    self.metrics.bump(.polls);
     switch (task.transitionToRunning()) {
         .cancel => {
             task.vtable.cancel(task);
@@ -199,7 +285,11 @@ fn pollTask(self: *Worker, task: *Header) void {
                 self.shared.finishTask(task);
             } else switch (task.transitionToIdle()) {
                 .idle => {},
-                .reschedule => self.scheduleLocal(task, true),
+                .reschedule => {
+                    // Woken during its own poll: a yield, or its budget ran out.
+                    if (budget.exhausted()) self.metrics.bump(.budget_yields);
+                    self.scheduleLocal(task, true);
+                },
             }
         },
     }
@@ -209,24 +299,27 @@ fn pollTask(self: *Worker, task: *Header) void {
 fn scheduleLocal(self: *Worker, task: *Header, yielded: bool) void {
     assert(current_worker == self);
     assert(task.load() & Header.scheduled != 0);
-    const shared = self.shared;
+    self.metrics.bump(.local_schedules);
     if (yielded or !self.lifo_enabled) {
-        self.local().pushBackOrOverflow(task, &shared.inject);
+        self.pushBack(task);
     } else {
         const previous = self.lifo;
         self.lifo = task;
         const displaced = previous orelse return; // Runs next; nothing for others to take.
-        self.local().pushBackOrOverflow(displaced, &shared.inject);
+        self.pushBack(displaced);
     }
-    shared.notifyParked();
+    // This worker is running and will pop the task itself if nobody comes for it.
+    if (self.shared.notifyParkedForLocalPush()) self.metrics.bump(.unparks_issued);
 }
 
 fn stealWork(self: *Worker) ?*Header {
     assert(self.lifo == null);
+    assert(self.local().isEmpty()); // Only a worker without local work steals.
     const shared = self.shared;
     if (!self.is_searching) {
         if (!shared.idle.transitionWorkerToSearching()) return null;
         self.is_searching = true;
+        self.metrics.bump(.searches);
     }
     const count: u32 = @intCast(shared.remotes.len);
     const start: u32 = @intCast(self.nextRandom() % count);
@@ -234,7 +327,12 @@ fn stealWork(self: *Worker) ?*Header {
     while (offset < count) : (offset += 1) {
         const victim_index = (start + offset) % count;
         if (victim_index == self.index) continue;
-        if (shared.remotes[victim_index].local.stealInto(self.local())) |task| return task;
+        if (shared.remotes[victim_index].local.stealInto(self.local())) |stolen| {
+            assert(stolen.count > 0 and stolen.count <= LocalQueue.capacity / 2);
+            self.metrics.bump(.steals);
+            self.metrics.bumpBy(.tasks_stolen, stolen.count);
+            return stolen.first;
+        }
     }
     return self.takeFromInject();
 }
@@ -246,47 +344,85 @@ fn park(self: *Worker) void {
     if (builtin.is_test) if (test_hook_before_sleep.load(.acquire)) |hook| hook(self);
     const last_searcher = shared.idle.transitionWorkerToParked(self.index, self.is_searching);
     self.is_searching = false;
-    if (last_searcher) shared.notifyIfWorkPending();
+    self.metrics.bump(.parks);
+    if (last_searcher and shared.notifyIfWorkPending()) self.metrics.bump(.unparks_issued);
     while (!shared.isShuttingDown()) {
         self.parkOnce();
+        self.metrics.bump(.park_wakeups);
         _ = shared.driver.processIfDue();
         if (self.transitionFromParked()) return;
     }
 }
 
-/// Sleeps until unparked (after spinning up to `spin_before_park_ns`); the first sleeper to
-/// find a pending timer sleeps only until it.
+/// Sleeps until unparked, spinning first if the spin policy says so. A worker that claims
+/// driver ownership sleeps in the I/O driver instead, until an event, the next timer deadline
+/// or an unpark (see "The driver owner" in the module comment).
 fn parkOnce(self: *Worker) void {
     const driver = &self.shared.driver;
-    const spin_ns = self.shared.options.spin_before_park_ns;
-    if (driver.parkTimeoutNs() != null) {
-        if (builtin.is_test) if (test_hook_before_owner_claim.load(.acquire)) |hook| hook(self);
-        if (driver.owner.cmpxchgStrong(Driver.no_owner, self.index, .seq_cst, .seq_cst) == null) {
-            // Read the deadline again *after* becoming the owner: a registration that stored
-            // an earlier deadline before our compare-and-swap saw no owner and kicked nobody
-            // (or another sleeper), so we must see its deadline here. Store-then-load on both
-            // sides (owner vs next_deadline_ms), all seq_cst.
-            const timeout_ns = driver.parkTimeoutNs() orelse 0;
-            if (timeout_ns > 0) _ = self.parker().parkTimeoutSpin(timeout_ns, spin_ns);
-            driver.owner.store(Driver.no_owner, .seq_cst);
-            return;
-        }
+    if (builtin.is_test) if (test_hook_before_owner_claim.load(.acquire)) |hook| hook(self);
+    if (driver.owner.cmpxchgStrong(Driver.no_owner, self.index, .seq_cst, .seq_cst) == null) {
+        defer driver.owner.store(Driver.no_owner, .seq_cst);
+        // Events already queued come first: their tasks run without any sleep or spin.
+        if (self.parker().pollIo()) return;
+        // Read the deadline *after* becoming the owner: a registration that stored an earlier
+        // deadline before our compare-and-swap saw no owner and kicked nobody (or another
+        // sleeper), so we must see its deadline here. Store-then-load on both sides (owner vs
+        // next_deadline_ms), all seq_cst.
+        const timeout_ns = driver.parkTimeoutNs();
+        const spin_ns = self.claimSpin();
+        defer self.releaseSpin(spin_ns);
+        self.spin.parkIo(self.parker(), timeout_ns, spin_ns, self.recorder());
+        return;
     }
-    self.parker().parkSpin(spin_ns);
+    const spin_ns = self.claimSpin();
+    defer self.releaseSpin(spin_ns);
+    self.spin.park(self.parker(), spin_ns, self.recorder());
+}
+
+/// How long this park may spin (0: sleep at once): the policy's plan, and the runtime's
+/// spinning slot when the plan needs it.
+fn claimSpin(self: *Worker) u64 {
+    const plan = self.spin.plan();
+    if (plan.backed_off) self.metrics.bump(.spins_backed_off);
+    if (plan.spin_ns == 0) return 0;
+    if (!self.shared.idle.tryStartSpinning(self.index, plan.needs_slot)) {
+        self.metrics.bump(.spins_denied);
+        return 0;
+    }
+    return plan.spin_ns;
+}
+
+fn releaseSpin(self: *Worker, spin_ns: u64) void {
+    if (spin_ns > 0) self.shared.idle.stopSpinning(self.index);
+}
+
+/// Every `event_interval` ticks: fire due timers and, when nobody owns the drivers (a parked
+/// owner already receives the events), turn the I/O driver without blocking. Tasks the events
+/// wake land in this worker's queues.
+fn maintenance(self: *Worker) void {
+    const shared = self.shared;
+    _ = shared.driver.processIfDue();
+    if (!shared.io.hasRegistrations()) return;
+    if (shared.driver.owner.cmpxchgStrong(Driver.no_owner, self.index, .seq_cst, .seq_cst) != null) return;
+    _ = shared.io.turn(0);
+    shared.driver.owner.store(Driver.no_owner, .seq_cst);
 }
 
 /// After a wake-up: true if the worker should run again, false to go back to sleep.
 fn transitionFromParked(self: *Worker) bool {
     const shared = self.shared;
     assert(!self.is_searching);
+    // Timers fired after the wake-up may have scheduled tasks here (LIFO slot or queue).
     if (self.lifo != null or !self.local().isEmpty()) {
         // Woken by its own timer with work: unpark itself (not as a searcher), unless a
         // notifier already did — then it was counted as searching.
         self.is_searching = !shared.idle.unparkWorkerById(self.index);
+        if (self.is_searching) self.metrics.bump(.unparks_received);
         return true;
     }
     if (shared.idle.isParked(self.index)) return false;
     self.is_searching = true; // Notified workers start out searching.
+    self.metrics.bump(.unparks_received);
     return true;
 }
 

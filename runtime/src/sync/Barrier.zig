@@ -1,7 +1,8 @@
 //! A reusable barrier: `parties` tasks call `wait()`; the last to arrive is the leader, and
-//! its arrival releases the whole generation. Waiting never allocates (intrusive nodes), and
-//! a barrier of 1 completes at once without taking a lock (Tokio allocates a watch receiver
-//! per wait; we do not).
+//! its arrival releases the whole generation. Waiting never allocates (intrusive nodes; Tokio
+//! clones a watch receiver per waiting call). Every party count takes the same path: a
+//! barrier of 1 is a leader at every arrival and, like any leader, takes the lock to release
+//! the waiters of its generation (there are none), as Tokio's leader takes its mutex.
 //!
 //! State word (`state`, one atomic u64):
 //!
@@ -86,8 +87,8 @@ pub fn wait(self: *Barrier) Wait {
     return .{ .barrier = self };
 }
 
-/// Completes every queued node of a finished generation. Called by each leader (with
-/// parties > 1) after its generation CAS.
+/// Completes every queued node of a finished generation. Called by each leader after its
+/// generation CAS, whatever the party count.
 noinline fn releaseFinished(self: *Barrier) void {
     var wake = WakeList.init();
     self.mutex.lock();
@@ -166,7 +167,7 @@ pub const Wait = struct {
                 // reads the arrivals' release sequence; release publishes to the waiters.
                 const next = (state & ~arrived_mask) +% generation_one;
                 state = barrier.state.cmpxchgWeak(state, next, .acq_rel, .monotonic) orelse {
-                    if (parties > 1) barrier.releaseFinished();
+                    barrier.releaseFinished();
                     return self.finish(true);
                 };
             } else {
@@ -262,6 +263,23 @@ test "barrier of 1 (and of 0) is ready at once with leader = true" {
     var w = zero.wait();
     try testing.expect(future.pollOnce(&w).ready.is_leader);
     try testing.expectEqual(@as(u32, 3), generationOf(one.state.load(.monotonic)));
+}
+
+test "a barrier of 1 takes the general leader path: its leader serves the wait list" {
+    var barrier = Barrier.init(1);
+    var counter = Waker.Counting{};
+    const waker = counter.waker();
+    defer waker.drop();
+    var cx = Context.init(&waker);
+    // White box: a barrier of 1 never queues a waiter by itself, so link one of the current
+    // generation by hand. A leader that skipped the lock for one party would strand it.
+    var queued = barrier.wait();
+    try testing.expect(queued.waitSlow(generationOf(barrier.state.load(.monotonic)), &cx) == .pending);
+    var leader = barrier.wait();
+    try testing.expect(future.pollOnce(&leader).ready.is_leader);
+    try testing.expectEqual(@as(u32, 1), counter.wakeCount());
+    try testing.expect(!queued.poll(&cx).ready.is_leader);
+    try testing.expectEqual(@as(i32, 1), counter.outstanding());
 }
 
 test "the last arrival leads and releases the generation; the barrier is reusable" {

@@ -1,21 +1,35 @@
-//! An async mutex: a `Semaphore` with one permit (Tokio's design).
+//! An async mutex: a `Semaphore` with one permit (Tokio's design), locked through guards.
 //!
 //! State: the semaphore's word (see Semaphore.zig). With one permit it takes four values:
 //! `1 << 2` free; `0` locked, nobody waiting; `queued` locked with waiters; `queued | 1 << 2`
-//! briefly, while an `unlock` that saw waiters hands its permit to the head waiter.
+//! briefly, while an unlock that saw waiters hands its permit to the head waiter.
 //!
 //! - `tryLock` is one compare-and-swap `free -> 0` (acquire); it fails whenever waiters are
-//!   queued, so it never barges past them.
-//! - `unlock` is one fetch-add (release); only when `queued` is set does it take the
-//!   semaphore's lock and hand the permit directly to the oldest waiter.
-//! - `lock()` returns a future: fast path as `tryLock`, otherwise it queues FIFO. Lock
-//!   acquisition under contention is therefore fair: the permit goes to waiters in arrival
-//!   order and an unlocking task cannot re-take it ahead of them.
+//!   queued, so it never barges past them. It returns a `Guard`, or null.
+//! - `Guard.unlock` is one fetch-add (release) and one compare of the word it returned with
+//!   0: any other value is either `queued` (take the semaphore's lock and hand the permit
+//!   directly to the oldest waiter) or a misuse (below).
+//! - `lock()` returns a future whose Output is a `Guard`: fast path as `tryLock`, otherwise
+//!   it queues FIFO. Lock acquisition under contention is therefore fair: the permit goes to
+//!   waiters in arrival order and an unlocking task cannot re-take it ahead of them.
 //!
-//! Like Tokio, the mutex guards no data by itself and has no owner: whoever completed `lock`
-//! (or a successful `tryLock`) calls `unlock` exactly once. Cancelling a pending `Lock` future
-//! withdraws it; a `Lock` that was handed the permit but is cancelled before it observed it
-//! passes the permit on (see `Semaphore.Acquire.cancel`).
+//! Like Tokio's, the mutex has no owner thread or task. It guards no data by itself (Tokio's
+//! `Mutex<T>` does): whoever holds a `Guard` may touch what the mutex protects until it calls
+//! `unlock` on it, exactly once. Cancelling a pending `Lock` future withdraws it; a `Lock`
+//! that was handed the permit but is cancelled before it observed it passes the permit on
+//! (see `Semaphore.Acquire.cancel`).
+//!
+//! Misuse is detected in every build mode (ReleaseFast included) and panics:
+//!
+//! - `unlock` of a guard already unlocked: the guard's pointer is cleared by `unlock`, and a
+//!   second `unlock` of the same guard finds it null. This holds whatever happened to the
+//!   mutex in between (another task may have locked it since). When the guard's history is
+//!   visible to the optimiser (locked and unlocked in one function) the check folds away.
+//! - an unlock of a mutex that is not locked (a copy of a guard unlocked after the original,
+//!   or a guard made by hand): the fetch-add returns a word other than 0 or `queued`, which
+//!   the compare above already sends to the slow path; no extra instruction on the fast path.
+//!   Not detectable: an unlock through a stale copy of a guard while another holder has the
+//!   lock (the mutex has no owner to compare with; Zig cannot forbid the copy).
 
 const std = @import("std");
 const assert = std.debug.assert;
@@ -27,24 +41,24 @@ const Mutex = @This();
 
 semaphore: Semaphore,
 
+/// Panic message of `Guard.unlock` called a second time on the same guard.
+pub const double_unlock_message = "ampere.sync.Mutex: double unlock (this guard was already unlocked)";
+/// Panic message of an unlock that found the mutex unlocked.
+pub const not_locked_message = "ampere.sync.Mutex: unlock of a mutex that is not locked";
+
 pub fn init() Mutex {
     return .{ .semaphore = Semaphore.init(1) };
 }
 
-/// Locks if the mutex is free and nobody is waiting. One compare-and-swap.
-pub fn tryLock(self: *Mutex) bool {
-    return self.semaphore.tryAcquireWhole(1);
+/// Locks if the mutex is free and nobody is waiting (one compare-and-swap); null otherwise.
+pub fn tryLock(self: *Mutex) ?Guard {
+    if (!self.semaphore.tryAcquireWhole(1)) return null;
+    return .{ .mutex = self };
 }
 
-/// A future that locks the mutex (FIFO). Output: void.
+/// A future that locks the mutex (FIFO). Output: `Guard`.
 pub fn lock(self: *Mutex) Lock {
-    return self.semaphore.acquireNeverClosed(1);
-}
-
-/// Unlocks; the oldest waiter, if any, gets the lock directly.
-pub fn unlock(self: *Mutex) void {
-    const permits_before = self.semaphore.addPermits(1);
-    assert(permits_before == 0); // unlock of a mutex that was not locked
+    return self.semaphore.acquireNeverClosed(1, Guard, Guard.acquired);
 }
 
 /// True while the mutex is locked or being handed to a waiter (a snapshot, for assertions).
@@ -52,27 +66,66 @@ pub fn isLocked(self: *const Mutex) bool {
     return self.semaphore.availablePermits() == 0;
 }
 
-/// The future of `lock()`: Output void (a mutex's semaphore is never closed).
-pub const Lock = Semaphore.AcquireNeverClosed;
+/// The future of `lock()`: Output `Guard` (a mutex's semaphore is never closed).
+pub const Lock = Semaphore.AcquireNeverClosed(Guard, Guard.acquired);
+
+/// Proof of holding the lock. `unlock` releases it; the guard is spent afterwards. Keep it in
+/// a `var` (`unlock` clears it) and do not copy it: a copy is a second key to one lock.
+pub const Guard = struct {
+    /// The locked mutex; null once `unlock` ran.
+    mutex: ?*Mutex,
+
+    fn acquired(semaphore: *Semaphore) Guard {
+        return .{ .mutex = @fieldParentPtr("semaphore", semaphore) };
+    }
+
+    /// Unlocks; the oldest waiter, if any, gets the lock directly. Panics (every build mode)
+    /// on a guard already unlocked and on a mutex that is not locked.
+    pub fn unlock(self: *Guard) void {
+        self.unlockChecked() catch |err| switch (err) {
+            error.DoubleUnlock => @panic(double_unlock_message),
+            error.NotLocked => @panic(not_locked_message),
+        };
+    }
+
+    /// `unlock`, with the misuse returned instead of panicking (for the tests). After
+    /// error.NotLocked the mutex holds a second permit: the caller must not go on.
+    fn unlockChecked(self: *Guard) error{ DoubleUnlock, NotLocked }!void {
+        const mutex = self.mutex orelse return error.DoubleUnlock;
+        self.mutex = null;
+        // While we hold the permit the word has none: 0, or `queued` (waiters).
+        mutex.semaphore.releaseHeld(1, 0) catch return error.NotLocked;
+    }
+};
 
 const testing = std.testing;
 const Waker = @import("../Waker.zig");
 const hook = @import("hook.zig");
 
+fn expectLocked(lock_future: *Lock, cx: *Context) !Guard {
+    return switch (lock_future.poll(cx)) {
+        .ready => |guard| guard,
+        .pending => error.TestExpectedReady,
+    };
+}
+
 test "tryLock and unlock" {
     var m = Mutex.init();
     try testing.expect(!m.isLocked());
-    try testing.expect(m.tryLock());
+    var guard = m.tryLock() orelse return error.TestExpectedLock;
+    try testing.expectEqual(&m, guard.mutex.?);
     try testing.expect(m.isLocked());
-    try testing.expect(!m.tryLock());
-    m.unlock();
-    try testing.expect(m.tryLock());
-    m.unlock();
+    try testing.expect(m.tryLock() == null);
+    guard.unlock();
+    try testing.expect(guard.mutex == null);
+    try testing.expect(!m.isLocked());
+    var again = m.tryLock() orelse return error.TestExpectedLock;
+    again.unlock();
 }
 
 test "lock is FIFO and tryLock does not barge past waiters" {
     var m = Mutex.init();
-    try testing.expect(m.tryLock());
+    var held = m.tryLock() orelse return error.TestExpectedLock;
     var counters: [3]Waker.Counting = .{ .{}, .{}, .{} };
     var wakers: [3]Waker = undefined;
     var contexts: [3]Context = undefined;
@@ -85,13 +138,14 @@ test "lock is FIFO and tryLock does not barge past waiters" {
     }
     defer for (wakers) |w| w.drop();
     for (0..3) |i| {
-        m.unlock(); // hands the lock to waiter i
-        try testing.expect(!m.tryLock());
+        held.unlock(); // hands the lock to waiter i
+        try testing.expect(m.tryLock() == null);
         try testing.expectEqual(@as(u32, 1), counters[i].wakeCount());
         if (i + 1 < 3) try testing.expectEqual(@as(u32, 0), counters[i + 1].wakeCount());
-        try testing.expect(locks[i].poll(&contexts[i]) == .ready);
+        held = try expectLocked(&locks[i], &contexts[i]);
+        try testing.expectEqual(&m, held.mutex.?);
     }
-    m.unlock();
+    held.unlock();
     try testing.expect(!m.isLocked());
 }
 
@@ -99,31 +153,56 @@ test "cancelling a waiter that was handed the lock passes it on" {
     var m = Mutex.init();
     const w = Waker.noop();
     var cx = Context.init(&w);
-    try testing.expect(m.tryLock());
+    var held = m.tryLock() orelse return error.TestExpectedLock;
     var first = m.lock();
     var second = m.lock();
     try testing.expect(first.poll(&cx) == .pending);
     try testing.expect(second.poll(&cx) == .pending);
-    m.unlock(); // first now owns the lock but has not seen it
+    held.unlock(); // first now owns the lock but has not seen it
     first.cancel();
-    try testing.expect(second.poll(&cx) == .ready);
-    m.unlock();
-    try testing.expect(m.tryLock());
-    m.unlock();
+    var second_guard = try expectLocked(&second, &cx);
+    second_guard.unlock();
+    var again = m.tryLock() orelse return error.TestExpectedLock;
+    again.unlock();
 }
 
 test "lost wake-up: unlock between the failed fast path and the lock" {
     var m = Mutex.init();
-    try testing.expect(m.tryLock());
+    var held = m.tryLock() orelse return error.TestExpectedLock;
     const Unlock = struct {
-        fn run(mutex: *Mutex) void {
-            mutex.unlock();
+        fn run(guard: *Guard) void {
+            guard.unlock();
         }
     };
-    hook.arm(.semaphore_acquire, &m, Unlock.run);
+    hook.arm(.semaphore_acquire, &held, Unlock.run);
     defer hook.disarm();
     var l = m.lock();
-    try testing.expect(future.pollOnce(&l) == .ready);
+    var guard = switch (future.pollOnce(&l)) {
+        .ready => |g| g,
+        .pending => return error.TestExpectedReady,
+    };
     try testing.expect(hook.fired());
-    m.unlock();
+    guard.unlock();
+    try testing.expect(!m.isLocked());
+}
+
+test "misuse: a guard unlocked twice, and an unlock of a mutex that is not locked" {
+    var m = Mutex.init();
+    var guard = m.tryLock() orelse return error.TestExpectedLock;
+    var copy = guard;
+    try guard.unlockChecked();
+    try testing.expectError(error.DoubleUnlock, guard.unlockChecked());
+    // Detected through the guard even after another holder locked the mutex meanwhile.
+    var other = m.tryLock() orelse return error.TestExpectedLock;
+    try testing.expectError(error.DoubleUnlock, guard.unlockChecked());
+    try testing.expect(m.isLocked());
+    try other.unlockChecked();
+    // The copy still points at the mutex, which is free now: the word says so.
+    try testing.expectError(error.NotLocked, copy.unlockChecked());
+}
+
+test "misuse: the panics abort a ReleaseFast program with their messages" {
+    const misuse = @import("misuse_test.zig");
+    try misuse.expectPanic("mutex_double_unlock", double_unlock_message);
+    try misuse.expectPanic("mutex_unlock_copy", not_locked_message);
 }

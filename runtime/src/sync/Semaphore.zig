@@ -117,25 +117,53 @@ pub inline fn tryAcquireWhole(self: *Semaphore, n: usize) bool {
 
 /// Adds `n` permits, handing them to queued waiters first (FIFO).
 pub inline fn release(self: *Semaphore, n: usize) void {
-    _ = self.addPermits(n);
-}
-
-/// `release` that returns the permits that were in the word before (for Mutex and RwLock
-/// misuse assertions).
-pub inline fn addPermits(self: *Semaphore, n: usize) usize {
-    if (n == 0) return self.state.load(.monotonic) >> permit_shift;
-    assert(n <= max_permits);
-    // Release: publishes the releaser's writes to whoever takes these permits (tryAcquire's
-    // acquire CAS, or the hand-off's acquire CAS in `releaseQueued`). The RMW reads the latest
-    // value, so a `queued` bit set by an enqueuing acquirer before it cannot be missed.
-    const before = self.state.fetchAdd(n << permit_shift, .release);
-    const permits_before = before >> permit_shift;
-    assert(permits_before + n <= max_permits); // over-release
+    if (n == 0) return;
+    const before = self.addPermits(n);
     if (before & queued_bit != 0) {
         @branchHint(.unlikely);
         self.releaseQueued();
     }
-    return permits_before;
+}
+
+pub const ReleaseHeldError = error{NotHeld};
+
+/// `release(n)` by a holder of `n` permits of a semaphore whose word holds at most
+/// `available_max` permits while those `n` are held (Mutex: 0; an RwLock reader:
+/// `max_reads - 1`; an RwLock writer: 0). Returns error.NotHeld — the permits are added all
+/// the same — when the word held more: the caller released permits it did not hold (a double
+/// unlock). Mutex and RwLock turn that error into a panic in every build mode.
+///
+/// Cost: the fast path (no waiters, not misused) is the fetch-add and one compare, as in
+/// `release`: the word is rotated right by the flag bits, which moves `queued` and `closed`
+/// to the top, so one unsigned compare with `available_max` tests "waiters queued" and "too
+/// many permits" at once. With `available_max = 0` the rotate folds away (`word != 0`).
+pub inline fn releaseHeld(self: *Semaphore, n: usize, comptime available_max: usize) ReleaseHeldError!void {
+    comptime assert(available_max < max_permits);
+    assert(n > 0 and n <= max_permits);
+    const before = self.addPermits(n);
+    if (std.math.rotr(usize, before, permit_shift) > available_max) {
+        @branchHint(.unlikely);
+        return self.releaseHeldSlow(before, available_max);
+    }
+}
+
+/// The rare cases of `releaseHeld`: waiters to hand the permits to, or a misuse.
+noinline fn releaseHeldSlow(self: *Semaphore, before: usize, available_max: usize) ReleaseHeldError!void {
+    // Misuse first, with or without waiters: the holder's own permits are never in the word
+    // (queued or not), so more than `available_max` there means the caller held none.
+    if (before >> permit_shift > available_max) return error.NotHeld;
+    if (before & queued_bit != 0) self.releaseQueued();
+}
+
+/// The fetch-add of every release; returns the word before it.
+inline fn addPermits(self: *Semaphore, n: usize) usize {
+    assert(n > 0 and n <= max_permits);
+    // Release: publishes the releaser's writes to whoever takes these permits (tryAcquire's
+    // acquire CAS, or the hand-off's acquire CAS in `releaseQueued`). The RMW reads the latest
+    // value, so a `queued` bit set by an enqueuing acquirer before it cannot be missed.
+    const before = self.state.fetchAdd(n << permit_shift, .release);
+    assert((before >> permit_shift) + n <= max_permits); // over-release
+    return before;
 }
 
 /// Closes the semaphore: every queued and future acquisition fails with error.Closed;
@@ -173,31 +201,41 @@ pub fn acquire(self: *Semaphore, n: usize) Acquire {
     return .{ .semaphore = self, .permits = n };
 }
 
-/// `acquire` on a semaphore its owner never closes (Mutex, RwLock): the future's Output is
-/// `void`, and a Closed result is a broken invariant.
-pub fn acquireNeverClosed(self: *Semaphore, n: usize) AcquireNeverClosed {
+/// `acquire` on a semaphore its owner never closes (Mutex, RwLock); see `AcquireNeverClosed`.
+pub fn acquireNeverClosed(
+    self: *Semaphore,
+    n: usize,
+    comptime Guard: type,
+    comptime acquired: fn (*Semaphore) Guard,
+) AcquireNeverClosed(Guard, acquired) {
     return .{ .inner = self.acquire(n) };
 }
 
-pub const AcquireNeverClosed = struct {
-    pub const Output = void;
+/// The future of an acquisition on a semaphore that is never closed: once the permits are
+/// taken its Output is `acquired(semaphore)` (the owner's guard); a Closed result is a broken
+/// invariant. Cancelling it is cancelling the acquisition.
+pub fn AcquireNeverClosed(comptime Guard: type, comptime acquired: fn (*Semaphore) Guard) type {
+    return struct {
+        const Self = @This();
+        pub const Output = Guard;
 
-    inner: Acquire,
+        inner: Acquire,
 
-    pub fn poll(self: *AcquireNeverClosed, cx: *Context) Poll(void) {
-        return switch (self.inner.poll(cx)) {
-            .pending => .pending,
-            .ready => |result| {
-                result catch unreachable; // The owner never closes this semaphore.
-                return .{ .ready = {} };
-            },
-        };
-    }
+        pub fn poll(self: *Self, cx: *Context) Poll(Guard) {
+            return switch (self.inner.poll(cx)) {
+                .pending => .pending,
+                .ready => |result| {
+                    result catch unreachable; // The owner never closes this semaphore.
+                    return .{ .ready = acquired(self.inner.semaphore) };
+                },
+            };
+        }
 
-    pub fn cancel(self: *AcquireNeverClosed) void {
-        self.inner.cancel();
-    }
-};
+        pub fn cancel(self: *Self) void {
+            self.inner.cancel();
+        }
+    };
+}
 
 const TakeResult = enum { acquired, closed, insufficient };
 
@@ -501,7 +539,28 @@ test "fast path: tryAcquire and release without waiters" {
     try testing.expect(!sem.tryAcquireWhole(10));
     sem.release(9);
     try testing.expect(!sem.tryAcquireWhole(10)); // exactly 10 required
-    try testing.expectEqual(@as(usize, 9), sem.addPermits(1));
+    sem.release(0);
+    try testing.expectEqual(@as(usize, 9), sem.availablePermits());
+}
+
+test "releaseHeld: fast path, hand-off to waiters, and a release of permits not held" {
+    var sem = Semaphore.init(3);
+    try testing.expect(sem.tryAcquire(1));
+    try sem.releaseHeld(1, 2); // a holder of 1 of 3: at most 2 in the word
+    try testing.expectEqual(@as(usize, 3), sem.availablePermits());
+    try testing.expectError(error.NotHeld, sem.releaseHeld(1, 2)); // nothing was held
+    try testing.expectEqual(@as(usize, 4), sem.availablePermits()); // added all the same
+
+    var one = Semaphore.init(1);
+    const w = Waker.noop();
+    var cx = Context.init(&w);
+    try testing.expect(one.tryAcquireWhole(1));
+    var waiter = one.acquire(1);
+    try testing.expect(waiter.poll(&cx) == .pending);
+    try one.releaseHeld(1, 0); // word was `queued` only: handed to the waiter
+    try testing.expect(waiter.poll(&cx) == .ready);
+    try one.releaseHeld(1, 0);
+    try testing.expectError(error.NotHeld, one.releaseHeld(1, 0));
 }
 
 test "capacity edges: zero permits, max_permits" {

@@ -30,6 +30,10 @@ pub const Point = enum {
     barrier_wait,
     /// Barrier.Wait, queued poll: status read "waiting", before taking the lock.
     barrier_repoll,
+    /// io/ScheduledIo.pollReady: lock-free check found no readiness, before taking the lock.
+    io_readiness,
+    /// io/Registration.Op: the system call returned WouldBlock, before the readiness is cleared.
+    io_before_clear,
 };
 
 const Hook = struct {

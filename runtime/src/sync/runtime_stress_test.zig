@@ -72,12 +72,15 @@ const MutexTask = struct {
         const shared = self.shared;
         while (self.remaining > 0) {
             if (self.locking == null) self.locking = shared.mutex.lock();
-            if (self.locking.?.poll(cx) == .pending) return .pending;
+            var guard = switch (self.locking.?.poll(cx)) {
+                .pending => return .pending,
+                .ready => |guard| guard,
+            };
             self.locking = null;
             check(&shared.failures, shared.inside.fetchAdd(1, .monotonic) == 0);
             shared.counter += 1;
             _ = shared.inside.fetchSub(1, .monotonic);
-            shared.mutex.unlock();
+            guard.unlock();
             self.remaining -= 1;
         }
         return .{ .ready = {} };
@@ -98,8 +101,8 @@ test "runtime stress: contended Mutex, 4 tasks on 4 workers, exact count" {
     try runAll(rt, testing.allocator, &tasks);
     try testing.expectEqual(@as(u32, 0), shared.failures.load(.monotonic));
     try testing.expectEqual(@as(u64, 4 * per_task), shared.counter);
-    try testing.expect(shared.mutex.tryLock());
-    shared.mutex.unlock();
+    var guard = shared.mutex.tryLock() orelse return error.TestMutexStillLocked;
+    guard.unlock();
 }
 
 // ---------------------------------------------------------------------------------------
@@ -169,28 +172,36 @@ const RwLockTask = struct {
     shared: *RwLockShared,
     remaining: usize,
     writer: bool,
-    acquiring: ?RwLock.Acquire = null,
+    reading: ?RwLock.Read = null,
+    writing: ?RwLock.Write = null,
 
     pub fn poll(self: *RwLockTask, cx: *Context) Poll(void) {
         const shared = self.shared;
         while (self.remaining > 0) {
-            if (self.acquiring == null) {
-                self.acquiring = if (self.writer) shared.lock.write() else shared.lock.read();
-            }
-            if (self.acquiring.?.poll(cx) == .pending) return .pending;
-            self.acquiring = null;
             if (self.writer) {
+                if (self.writing == null) self.writing = shared.lock.write();
+                var guard = switch (self.writing.?.poll(cx)) {
+                    .pending => return .pending,
+                    .ready => |guard| guard,
+                };
+                self.writing = null;
                 check(&shared.failures, shared.writers.fetchAdd(1, .monotonic) == 0);
                 check(&shared.failures, shared.readers.load(.monotonic) == 0);
                 shared.value += 1;
                 _ = shared.writers.fetchSub(1, .monotonic);
-                shared.lock.writeUnlock();
+                guard.unlock();
             } else {
+                if (self.reading == null) self.reading = shared.lock.read();
+                var guard = switch (self.reading.?.poll(cx)) {
+                    .pending => return .pending,
+                    .ready => |guard| guard,
+                };
+                self.reading = null;
                 _ = shared.readers.fetchAdd(1, .monotonic);
                 check(&shared.failures, shared.writers.load(.monotonic) == 0);
                 std.mem.doNotOptimizeAway(shared.value);
                 _ = shared.readers.fetchSub(1, .monotonic);
-                shared.lock.readUnlock();
+                guard.unlock();
             }
             self.remaining -= 1;
         }
@@ -198,7 +209,8 @@ const RwLockTask = struct {
     }
 
     pub fn cancel(self: *RwLockTask) void {
-        if (self.acquiring) |*acquiring| acquiring.cancel();
+        if (self.reading) |*reading| reading.cancel();
+        if (self.writing) |*writing| writing.cancel();
     }
 };
 
@@ -458,7 +470,8 @@ const SteadyTask = struct {
     gate: ?Notify.Notified = null,
     locking: ?Mutex.Lock = null,
     acquiring: ?Semaphore.Acquire = null,
-    rw: ?RwLock.Acquire = null,
+    reading: ?RwLock.Read = null,
+    writing: ?RwLock.Write = null,
     waiting: ?Barrier.Wait = null,
 
     pub fn poll(self: *SteadyTask, cx: *Context) Poll(void) {
@@ -478,10 +491,13 @@ const SteadyTask = struct {
             switch (self.step) {
                 1 => {
                     if (self.locking == null) self.locking = s.mutex.lock();
-                    if (self.locking.?.poll(cx) == .pending) return .pending;
+                    var guard = switch (self.locking.?.poll(cx)) {
+                        .pending => return .pending,
+                        .ready => |guard| guard,
+                    };
                     self.locking = null;
                     s.counter += 1;
-                    s.mutex.unlock();
+                    guard.unlock();
                 },
                 2 => {
                     if (self.acquiring == null) self.acquiring = s.semaphore.acquire(1);
@@ -490,10 +506,23 @@ const SteadyTask = struct {
                     s.semaphore.release(1);
                 },
                 3 => {
-                    if (self.rw == null) self.rw = if (self.writer) s.rwlock.write() else s.rwlock.read();
-                    if (self.rw.?.poll(cx) == .pending) return .pending;
-                    self.rw = null;
-                    if (self.writer) s.rwlock.writeUnlock() else s.rwlock.readUnlock();
+                    if (self.writer) {
+                        if (self.writing == null) self.writing = s.rwlock.write();
+                        var guard = switch (self.writing.?.poll(cx)) {
+                            .pending => return .pending,
+                            .ready => |guard| guard,
+                        };
+                        self.writing = null;
+                        guard.unlock();
+                    } else {
+                        if (self.reading == null) self.reading = s.rwlock.read();
+                        var guard = switch (self.reading.?.poll(cx)) {
+                            .pending => return .pending,
+                            .ready => |guard| guard,
+                        };
+                        self.reading = null;
+                        guard.unlock();
+                    }
                 },
                 4 => {
                     s.notify.notifyOne();
@@ -518,7 +547,8 @@ const SteadyTask = struct {
         if (self.gate) |*f| f.cancel();
         if (self.locking) |*f| f.cancel();
         if (self.acquiring) |*f| f.cancel();
-        if (self.rw) |*f| f.cancel();
+        if (self.reading) |*f| f.cancel();
+        if (self.writing) |*f| f.cancel();
         if (self.waiting) |*f| f.cancel();
     }
 };

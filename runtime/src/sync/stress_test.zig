@@ -92,15 +92,18 @@ const MutexShared = struct {
 
     fn worker(self: *MutexShared, index: usize) void {
         for (0..self.iterations) |i| {
-            if ((i + index) % 8 == 0 and self.mutex.tryLock()) {
-                self.critical();
-                self.mutex.unlock();
-                continue;
+            if ((i + index) % 8 == 0) {
+                if (self.mutex.tryLock()) |held| {
+                    var guard = held;
+                    self.critical();
+                    guard.unlock();
+                    continue;
+                }
             }
             var lock = self.mutex.lock();
-            blockOnThread(&lock);
+            var guard = blockOnThread(&lock);
             self.critical();
-            self.mutex.unlock();
+            guard.unlock();
         }
     }
 };
@@ -112,8 +115,8 @@ test "stress: contended Mutex, 4 threads, exact count" {
     group.join();
     try testing.expectEqual(@as(u32, 0), shared.failures.load(.monotonic));
     try testing.expectEqual(@as(u64, 4 * shared.iterations), shared.counter);
-    try testing.expect(shared.mutex.tryLock());
-    shared.mutex.unlock();
+    var guard = shared.mutex.tryLock() orelse return error.TestMutexStillLocked;
+    guard.unlock();
 }
 
 // ---------------------------------------------------------------------------------------
@@ -190,30 +193,32 @@ const RwLockShared = struct {
     fn reader(self: *RwLockShared, index: usize) void {
         var last: u64 = 0;
         for (0..self.iterations) |i| {
-            if ((i + index) % 4 == 0 and self.lock.tryRead()) {} else {
+            const fast = if ((i + index) % 4 == 0) self.lock.tryRead() else null;
+            var guard = fast orelse blk: {
                 var read = self.lock.read();
-                blockOnThread(&read);
-            }
+                break :blk blockOnThread(&read);
+            };
             _ = self.readers.fetchAdd(1, .monotonic);
             check(&self.failures, self.writers.load(.monotonic) == 0);
             check(&self.failures, self.value >= last); // writes are never seen undone
             last = self.value;
             _ = self.readers.fetchSub(1, .monotonic);
-            self.lock.readUnlock();
+            guard.unlock();
         }
     }
 
     fn writer(self: *RwLockShared, index: usize) void {
         for (0..self.iterations) |i| {
-            if ((i + index) % 4 == 0 and self.lock.tryWrite()) {} else {
+            const fast = if ((i + index) % 4 == 0) self.lock.tryWrite() else null;
+            var guard = fast orelse blk: {
                 var write = self.lock.write();
-                blockOnThread(&write);
-            }
+                break :blk blockOnThread(&write);
+            };
             check(&self.failures, self.writers.fetchAdd(1, .monotonic) == 0);
             check(&self.failures, self.readers.load(.monotonic) == 0);
             self.value += 1;
             _ = self.writers.fetchSub(1, .monotonic);
-            self.lock.writeUnlock();
+            guard.unlock();
         }
     }
 };
@@ -226,8 +231,8 @@ test "stress: RwLock never lets a writer in with readers or another writer" {
     group.join();
     try testing.expectEqual(@as(u32, 0), shared.failures.load(.monotonic));
     try testing.expectEqual(@as(u64, 2 * shared.iterations), shared.value);
-    try testing.expect(shared.lock.tryWrite());
-    shared.lock.writeUnlock();
+    var guard = shared.lock.tryWrite() orelse return error.TestRwLockStillLocked;
+    guard.unlock();
 }
 
 // ---------------------------------------------------------------------------------------
@@ -455,18 +460,18 @@ const SteadyState = struct {
     fn worker(self: *SteadyState, index: usize) void {
         for (0..self.iterations) |i| {
             var lock = self.mutex.lock();
-            blockOnThread(&lock);
+            var guard = blockOnThread(&lock);
             self.counter += 1;
-            self.mutex.unlock();
+            guard.unlock();
 
             if (index % 2 == 0) {
                 var read = self.rwlock.read();
-                blockOnThread(&read);
-                self.rwlock.readUnlock();
+                var read_guard = blockOnThread(&read);
+                read_guard.unlock();
             } else {
                 var write = self.rwlock.write();
-                blockOnThread(&write);
-                self.rwlock.writeUnlock();
+                var write_guard = blockOnThread(&write);
+                write_guard.unlock();
             }
 
             var acquire = self.semaphore.acquire(1);

@@ -98,6 +98,8 @@ id: u64,
 join_waker_slot: ?Waker = null,
 
 pub fn init(vtable: *const VTable, scheduler: *const Scheduler, id: u64) Header {
+    comptime assert(join_waker < ref_one); // Every flag lies below the reference count.
+    comptime assert(refCount(initial_state) == 3);
     return .{
         .state = .init(initial_state),
         .vtable = vtable,
@@ -111,7 +113,9 @@ pub fn refCount(state: u64) u64 {
 }
 
 pub fn load(self: *const Header) u64 {
-    return self.state.load(.acquire);
+    const state = self.state.load(.acquire);
+    assert(state & scheduled == 0 or state & running == 0); // Never queued and polled at once.
+    return state;
 }
 
 // -- references ------------------------------------------------------------------------
@@ -149,6 +153,7 @@ pub fn transitionIdleToRunning(self: *Header) bool {
     var current = self.state.load(.acquire);
     while (true) {
         if (current & (scheduled | running | complete) != 0) return false;
+        assert(refCount(current) > 0); // The caller's list reference keeps it alive.
         current = self.state.cmpxchgWeak(current, (current | running) + ref_one, .acq_rel, .acquire) orelse return true;
     }
 }
@@ -159,6 +164,7 @@ pub fn transitionToRunning(self: *Header) RunAction {
     while (true) {
         assert(current & scheduled != 0);
         assert(current & (running | complete) == 0);
+        assert(refCount(current) >= 2); // The queue's (now the poller's) and the owned list's.
         const next = (current & ~scheduled) | running;
         current = self.state.cmpxchgWeak(current, next, .acq_rel, .acquire) orelse
             return if (current & cancelled != 0) .cancel else .poll;
@@ -201,8 +207,10 @@ pub fn transitionToComplete(self: *Header) u64 {
         const next = (previous | complete) & ~(running | notified);
         previous = self.state.cmpxchgWeak(previous, next, .acq_rel, .monotonic) orelse break;
     }
+    assert(previous & scheduled == 0);
     if (previous & join_waker != 0) {
         assert(previous & join_interest != 0);
+        assert(self.join_waker_slot != null);
         // Only read the slot: the handle may be reading it too (willWakeSame).
         self.join_waker_slot.?.wakeByRef();
         // Hand the slot back. If the handle went away meanwhile, it left the waker to us.
@@ -213,6 +221,8 @@ pub fn transitionToComplete(self: *Header) u64 {
 }
 
 fn dropJoinWakerSlot(self: *Header) void {
+    // Only the side that owns the slot drops it, and it owns it only with `join_waker` clear.
+    assert(self.state.load(.monotonic) & join_waker == 0);
     if (self.join_waker_slot) |waker| {
         self.join_waker_slot = null;
         waker.drop();
@@ -225,6 +235,7 @@ fn dropJoinWakerSlot(self: *Header) void {
 pub fn wakeByVal(self: *Header) void {
     var current = self.state.load(.acquire);
     while (true) {
+        assert(refCount(current) > 0); // The waker's own reference.
         var next: u64 = undefined;
         var submit = false;
         if (current & (complete | scheduled) != 0) {
@@ -253,6 +264,7 @@ pub fn wakeByVal(self: *Header) void {
 pub fn wakeByRef(self: *Header) void {
     var current = self.state.load(.acquire);
     while (true) {
+        assert(refCount(current) > 0); // The caller's reference.
         if (current & (complete | scheduled) != 0) return;
         var next: u64 = undefined;
         const idle = current & running == 0;
@@ -275,6 +287,7 @@ pub fn wakeByRef(self: *Header) void {
 pub fn abort(self: *Header) void {
     var current = self.state.load(.acquire);
     while (true) {
+        assert(current & join_interest != 0); // Only a JoinHandle aborts.
         if (current & (complete | cancelled) != 0) return;
         var next = current | cancelled;
         var submit = false;
@@ -316,6 +329,7 @@ pub fn registerJoinWaker(self: *Header, waker: *const Waker) JoinPoll {
         self.dropJoinWakerSlot();
     }
     // We own the slot now (`join_waker` clear, task not complete).
+    assert(self.join_waker_slot == null);
     self.join_waker_slot = waker.clone();
     current = self.state.load(.acquire);
     while (true) {
@@ -344,6 +358,7 @@ pub fn dropJoinHandle(self: *Header) void {
         }
         // With `join_waker` still set, the completing thread is using the slot and will drop
         // the waker when it sees `join_interest` gone.
+        assert(next & join_waker == 0 or next & complete != 0);
         if (next & join_waker == 0) self.dropJoinWakerSlot();
         break;
     }

@@ -54,6 +54,7 @@ pub fn Cell(comptime F: type) type {
                 .allocator = allocator,
                 .stage = .{ .running = f },
             };
+            assert(from(&self.header) == self);
             return self;
         }
 
@@ -65,12 +66,14 @@ pub fn Cell(comptime F: type) type {
         fn poll(header: *Header) bool {
             const self = from(header);
             assert(self.stage == .running);
+            assert(header.state.load(.monotonic) & Header.running != 0); // The caller holds it.
             const waker = header.borrowedWaker();
             var cx = future.Context.init(&waker);
             switch (self.stage.running.poll(&cx)) {
                 .pending => return false,
                 .ready => |output| {
                     self.stage = .{ .finished = output };
+                    assert(self.stage == .finished);
                     return true;
                 },
             }
@@ -86,6 +89,7 @@ pub fn Cell(comptime F: type) type {
         fn takeOutput(header: *Header, out: *anyopaque) void {
             const self = from(header);
             assert(self.stage == .finished);
+            assert(header.state.load(.acquire) & Header.complete != 0);
             const destination: *JoinOutput(T) = @ptrCast(@alignCast(out));
             destination.* = self.stage.finished;
             self.stage = .consumed;
@@ -94,6 +98,7 @@ pub fn Cell(comptime F: type) type {
         fn dealloc(header: *Header) void {
             const self = from(header);
             assert(self.stage != .running);
+            assert(Header.refCount(header.state.load(.monotonic)) == 0);
             self.allocator.destroy(self);
         }
     };

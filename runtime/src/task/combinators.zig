@@ -42,6 +42,7 @@ pub fn Join(comptime Futures: type) type {
                     }
                 }
             }
+            if (all_done) std.debug.assert(std.mem.allEqual(bool, &self.done, true));
             return if (all_done) .{ .ready = self.outputs } else .pending;
         }
 
@@ -131,6 +132,8 @@ fn SelectFrom(comptime Futures: type, comptime start_at: SelectStart) type {
 
         /// Polls one branch; when it is ready, finishes the select (cancels the others).
         fn pollBranch(self: *Self, comptime index: usize, cx: *Context) ?Output_ {
+            comptime std.debug.assert(index < count);
+            std.debug.assert(!self.finished); // A finished select polls no branch again.
             switch (self.futures[index].poll(cx)) {
                 .ready => |value| {
                     self.finished = true;
@@ -173,6 +176,7 @@ pub fn seedSelect(seed: u64) void {
 
 /// A number in `0..n`, from this thread's generator (a multiply-shift reduction: no division).
 fn randomBelow(comptime n: usize) usize {
+    comptime std.debug.assert(n > 0);
     if (n == 1) return 0;
     if (select_random_state == 0) {
         // Monotonic: only distinctness matters, not ordering.
@@ -184,7 +188,9 @@ fn randomBelow(comptime n: usize) usize {
     x ^= x >> 27;
     select_random_state = x;
     const r: u32 = @truncate((x *% 0x2545F4914F6CDD1D) >> 32);
-    return @intCast((@as(u64, r) * n) >> 32);
+    const result: usize = @intCast((@as(u64, r) * n) >> 32);
+    std.debug.assert(result < n);
+    return result;
 }
 
 fn splitMix64(seed: u64) u64 {
@@ -209,12 +215,15 @@ pub fn JoinAll(comptime F: type) type {
         first_pending: usize = 0,
 
         pub fn poll(self: *Self, cx: *Context) Poll(void) {
+            std.debug.assert(self.futures.len == self.results.len);
+            std.debug.assert(self.remaining <= self.futures.len);
             var index = self.first_pending;
             while (index < self.futures.len) : (index += 1) {
                 if (self.results[index] != null) continue;
                 switch (self.futures[index].poll(cx)) {
                     .ready => |value| {
                         self.results[index] = value;
+                        std.debug.assert(self.remaining > 0);
                         self.remaining -= 1;
                         if (index == self.first_pending) self.first_pending += 1;
                     },

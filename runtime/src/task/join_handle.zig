@@ -14,6 +14,7 @@ const std = @import("std");
 const future = @import("../future.zig");
 const budget = @import("../budget.zig");
 const Header = @import("Header.zig");
+const assert = std.debug.assert;
 pub const JoinError = @import("cell.zig").JoinError;
 pub const JoinOutput = @import("cell.zig").JoinOutput;
 
@@ -33,6 +34,7 @@ pub fn JoinHandle(comptime T: type) type {
                     return .pending;
                 },
                 .complete => {
+                    assert(header.load() & Header.complete != 0);
                     var output: Output = undefined;
                     header.vtable.take_output(header, &output);
                     self.raw = null;
@@ -52,8 +54,10 @@ pub fn JoinHandle(comptime T: type) type {
         /// Gives up the handle; the task keeps running and its output is dropped.
         pub fn detach(self: *Self) void {
             const header = self.raw orelse return;
+            assert(header.load() & Header.join_interest != 0);
             self.raw = null;
             header.dropJoinHandle();
+            assert(self.raw == null);
         }
 
         /// Future-contract cancellation (used by select/timeout/task shutdown): detaches.

@@ -60,7 +60,10 @@ pub const Kick = struct {
     function: *const fn (context: *anyopaque) void,
 };
 
-mutex: Lock = .{},
+/// Cache-line aligned (so the driver's size is whole lines): the driver is written whenever a
+/// timer is registered or fires and must not share a line with the scheduler's read-mostly
+/// fields (see `scheduler/Shared.zig`, "Cache lines").
+mutex: Lock align(std.atomic.cache_line) = .{},
 wheel: Wheel,
 start_ns: u64,
 next_deadline_ms: std.atomic.Value(u64) = .init(none),

@@ -1,0 +1,448 @@
+//! The I/O driver's state for one registered file descriptor (Tokio's `ScheduledIo`): the
+//! readiness the kernel last reported, and the futures waiting for it.
+//!
+//! ## The readiness word
+//!
+//!     bits 0..7    Ready: readable, writable, read_closed, write_closed, err (io/ready.zig)
+//!     bits 8..23   tick: incremented (mod 2^16) by every event the driver dispatches
+//!     bit  31      shutdown: the driver shut down; every wait ends with RuntimeShutdown
+//!
+//! The descriptor is registered edge-triggered: the kernel reports a change once, not a level.
+//! So readiness is *remembered* here until an operation proves it gone by failing with
+//! `WouldBlock`, and only then cleared. A waiting operation therefore runs:
+//!
+//!     event = pollReady(interest)          (ready bits ∩ interest, plus the tick it saw)
+//!     syscall                              (read, write, accept, ...)
+//!     WouldBlock -> clearReadiness(event)  (clears those bits only if the tick is unchanged)
+//!
+//! The tick closes the window between the syscall and the clear: if the kernel reported new
+//! readiness in between (data arrived after the read drained the socket), the driver bumped
+//! the tick, the clear does nothing, and the next `pollReady` sees the new readiness. Without
+//! it the clear would erase the only notification the kernel will ever send for that data.
+//! The closed bits are final and never cleared.
+//!
+//! Readiness is never consumed by waking: a woken waiter that is cancelled before it acts
+//! leaves the readiness for the next waiter to see.
+//!
+//! ## Waiters (no allocation per wait)
+//!
+//! A `Waiter` lives inside the future that waits (pinned while linked) and holds a clone of
+//! the task's waker. Every waiter is in one intrusive FIFO list guarded by `lock`: any number
+//! of readers and writers may wait at once (a reader task and a writer task on the same
+//! stream, or many tasks accepting on one listener).
+//!
+//! `dispatch` (the driver, for an epoll event): stores the readiness (read-modify-write), then
+//! takes `lock` and unlinks every waiter whose interest intersects the event, taking its waker;
+//! the wakers are woken after the lock is released (in batches of `WakeList.capacity`).
+//!
+//! `pollReady` (a future): reads the word; if its interest is ready (or shut down) it returns
+//! at once. Otherwise it takes `lock`, reads the word **again**, and links its waiter only if
+//! still not ready. No wake-up is lost: if the dispatcher's critical section comes first, its
+//! store precedes its unlock, which precedes the poller's lock, so the poller's second read
+//! sees the readiness; if the poller's comes first, the waiter is linked when the dispatcher
+//! walks the list. (Same argument for `shutdown`, which sets its bit before taking the lock.)
+//! The lock, not the atomic orderings, carries this argument; the word uses acquire/release
+//! only so that a reader of the word also sees the writes made before the store.
+//!
+//! A woken waiter is unlinked by the waker side under the lock (`linked = false`) and never
+//! touched again by it: the future may complete and vanish as soon as it sees `linked` false
+//! under the lock. `cancelWait` unlinks a waiter still linked; either the dispatcher or the
+//! canceller unlinks it, never both, because both do it under the lock.
+//!
+//! ## Lifetime
+//!
+//! Allocated by the driver at registration, freed by the driver after deregistration at the
+//! start of its next turn (an event for it may be in the batch being dispatched right now), or
+//! by the owner of the registration if the driver was destroyed first (`orphaned`).
+
+const std = @import("std");
+const builtin = @import("builtin");
+const assert = std.debug.assert;
+const posix = std.posix;
+const Allocator = std.mem.Allocator;
+
+const Lock = @import("../Lock.zig");
+const Waker = @import("../Waker.zig");
+const future = @import("../future.zig");
+const intrusive_list = @import("../wait/intrusive_list.zig");
+const WakeList = @import("../wait/WakeList.zig");
+const hook = @import("../sync/hook.zig");
+const Ready = @import("ready.zig").Ready;
+
+const ScheduledIo = @This();
+
+const ready_mask: u32 = 0xff;
+const tick_shift: u5 = 8;
+const tick_mask: u32 = 0xffff << tick_shift;
+const shutdown_bit: u32 = 1 << 31;
+
+/// The readiness word (see the module comment). Its own cache line: the driver writes it on
+/// every event while tasks on other workers read it.
+readiness: std.atomic.Value(u32) align(std.atomic.cache_line),
+/// Guards `waiters` and the `linked`/`waker` fields of every waiter in it.
+lock: Lock = .{},
+waiters: intrusive_list.List = .{},
+fd: posix.fd_t,
+/// The allocator the driver allocated this with (also used by an orphan's owner to free it).
+allocator: Allocator,
+/// The driver's bookkeeping (guarded by the driver's lock): the link in its registration list,
+/// and later in its release list.
+driver_link: intrusive_list.Node = .{},
+/// Set (release) by the driver when it is destroyed while this descriptor is still registered:
+/// the owner of the registration then closes the descriptor and frees this (acquire).
+orphaned: std.atomic.Value(bool) = .init(false),
+
+/// What a ready `pollReady` returns: the readiness seen (intersected with the interest) and
+/// the tick it was seen at, for `clearReadiness`.
+pub const Event = struct {
+    ready: Ready,
+    tick: u16,
+    is_shutdown: bool,
+};
+
+/// One waiting operation. Embedded in the future that waits; must not move while linked.
+pub const Waiter = struct {
+    node: intrusive_list.Node = .{},
+    /// What the operation waits for (`Ready.read_interest` or `Ready.write_interest`).
+    interest: Ready,
+    /// Guarded by the lock while linked; owned by the waiter otherwise.
+    waker: ?Waker = null,
+    /// Guarded by the lock: in the list. Cleared by whoever unlinks it.
+    linked: bool = false,
+    /// Owned by the waiting future: it linked the waiter and has not yet seen it unlinked.
+    waiting: bool = false,
+
+    pub fn init(interest: Ready) Waiter {
+        assert(!interest.isEmpty());
+        return .{ .interest = interest };
+    }
+};
+
+pub fn init(fd: posix.fd_t, allocator: Allocator, assumed: Ready) ScheduledIo {
+    return .{ .readiness = .init(assumed.bits()), .fd = fd, .allocator = allocator };
+}
+
+fn eventOf(word: u32, interest: Ready) Event {
+    const ready = Ready.fromBits(@truncate(word & ready_mask));
+    return .{
+        .ready = ready.intersect(interest),
+        .tick = @truncate((word & tick_mask) >> tick_shift),
+        .is_shutdown = word & shutdown_bit != 0,
+    };
+}
+
+/// The current readiness in `interest` (no registration).
+pub fn event(self: *const ScheduledIo, interest: Ready) Event {
+    return eventOf(self.readiness.load(.acquire), interest);
+}
+
+fn isReady(ev: Event) bool {
+    return !ev.ready.isEmpty() or ev.is_shutdown;
+}
+
+/// Returns the readiness in `waiter.interest` if there is any (or the driver shut down);
+/// otherwise links `waiter` with a clone of the task's waker and returns null. A waiter that
+/// was linked and has been woken since looks at the readiness afresh (it may have been
+/// cleared again by another operation, then it waits again).
+pub fn pollReady(self: *ScheduledIo, waiter: *Waiter, cx: *future.Context) ?Event {
+    if (waiter.waiting) {
+        if (self.refreshWaiter(waiter, cx)) return null;
+        waiter.waiting = false;
+    }
+    const fast = self.event(waiter.interest);
+    if (isReady(fast)) return fast;
+    hook.reached(.io_readiness);
+    self.lock.lock();
+    // Read again under the lock (see "Waiters" in the module comment).
+    const current = self.event(waiter.interest);
+    if (isReady(current)) {
+        self.lock.unlock();
+        return current;
+    }
+    assert(!waiter.linked and waiter.waker == null);
+    waiter.waker = cx.waker().clone();
+    waiter.linked = true;
+    self.waiters.pushBack(&waiter.node);
+    self.lock.unlock();
+    waiter.waiting = true;
+    return null;
+}
+
+/// A linked waiter polled again: true if it is still linked (its waker refreshed).
+fn refreshWaiter(self: *ScheduledIo, waiter: *Waiter, cx: *future.Context) bool {
+    self.lock.lock();
+    if (!waiter.linked) {
+        self.lock.unlock();
+        assert(waiter.waker == null);
+        return false;
+    }
+    const replaced = WakeList.storeWaker(&waiter.waker, cx.waker());
+    self.lock.unlock();
+    if (replaced) |w| w.drop(); // Outside the lock: a drop may free a task.
+    return true;
+}
+
+/// Unlinks `waiter` if it is still waiting (cancellation). Idempotent. Afterwards nothing
+/// refers to the waiter. Readiness is untouched, so no other waiter loses it.
+pub fn cancelWait(self: *ScheduledIo, waiter: *Waiter) void {
+    if (!waiter.waiting) return;
+    waiter.waiting = false;
+    self.lock.lock();
+    const stored = waiter.waker;
+    waiter.waker = null;
+    if (waiter.linked) {
+        self.waiters.remove(&waiter.node);
+        waiter.linked = false;
+    } else {
+        assert(stored == null); // Taken by the waking side.
+    }
+    self.lock.unlock();
+    if (stored) |w| w.drop();
+}
+
+/// The driver received an event: store `ready` with a new tick and wake its waiters.
+pub fn dispatch(self: *ScheduledIo, ready: Ready) void {
+    // Acquire: pairs with the release store of the registration (Driver.register).
+    var current = self.readiness.load(.acquire);
+    while (true) {
+        // Events stop when the driver shuts down (no turns after the workers stop).
+        assert(current & shutdown_bit == 0);
+        const tick: u32 = ((current & tick_mask) +% (1 << tick_shift)) & tick_mask;
+        const next = (current & ~(tick_mask | ready_mask)) | tick | ((current | ready.bits()) & ready_mask);
+        // Acq_rel: the release half publishes the readiness to pollers' acquire loads.
+        current = self.readiness.cmpxchgWeak(current, next, .acq_rel, .acquire) orelse break;
+    }
+    self.wake(ready);
+}
+
+/// An operation saw `ev` and then got `WouldBlock`: clear the bits it saw, unless a newer
+/// event arrived since (different tick). Closed bits are final and stay.
+pub fn clearReadiness(self: *ScheduledIo, ev: Event) void {
+    const clear = ev.ready.without(Ready.closed).bits();
+    if (clear == 0) return;
+    var current = self.readiness.load(.monotonic);
+    while (true) {
+        const tick: u16 = @truncate((current & tick_mask) >> tick_shift);
+        if (tick != ev.tick) return; // A newer event: its readiness must survive.
+        const next = current & ~@as(u32, clear);
+        current = self.readiness.cmpxchgWeak(current, next, .acq_rel, .monotonic) orelse return;
+    }
+}
+
+/// The driver shut down: every current and future wait ends at once with `is_shutdown`.
+/// The bit is set before the lock is taken (see "Waiters" in the module comment).
+pub fn shutdown(self: *ScheduledIo) void {
+    self.markShutdown();
+    self.wake(Ready.all);
+}
+
+/// Sets the shutdown bit without waking (the driver marks every descriptor under its lock
+/// first and wakes afterwards, outside it).
+pub fn markShutdown(self: *ScheduledIo) void {
+    _ = self.readiness.fetchOr(shutdown_bit, .acq_rel);
+}
+
+/// Unlinks and wakes every waiter whose interest intersects `ready`, outside the lock, in
+/// bounded batches.
+pub fn wake(self: *ScheduledIo, ready: Ready) void {
+    var batch = WakeList.init();
+    self.lock.lock();
+    var cursor = self.waiters.first();
+    while (cursor) |node| {
+        const next = node.next;
+        const waiter = intrusive_list.entry(Waiter, "node", node);
+        if (waiter.interest.intersects(ready)) {
+            self.waiters.remove(node);
+            waiter.linked = false;
+            batch.push(waiter.waker.?);
+            waiter.waker = null;
+            // From here on the waiter may be freed by its future: not touched again.
+            if (batch.isFull()) {
+                self.lock.unlock();
+                batch.wakeAll();
+                self.lock.lock();
+                cursor = self.waiters.first(); // The list may have changed meanwhile.
+                continue;
+            }
+        }
+        cursor = next;
+    }
+    self.lock.unlock();
+    batch.wakeAll();
+}
+
+/// True if any waiter is linked (for assertions at deregistration).
+pub fn hasWaiters(self: *ScheduledIo) bool {
+    self.lock.lock();
+    defer self.lock.unlock();
+    return !self.waiters.isEmpty();
+}
+
+// -- tests ----------------------------------------------------------------------------------
+
+const testing = std.testing;
+
+fn testIo() ScheduledIo {
+    return init(-1, testing.allocator, Ready.empty);
+}
+
+test "dispatch wakes matching waiters only; readiness stays until cleared" {
+    var io = testIo();
+    var reader_counter = Waker.Counting{};
+    var writer_counter = Waker.Counting{};
+    const rw = reader_counter.waker();
+    defer rw.drop();
+    const ww = writer_counter.waker();
+    defer ww.drop();
+    var rcx = future.Context.init(&rw);
+    var wcx = future.Context.init(&ww);
+
+    var reader = Waiter.init(Ready.read_interest);
+    var writer = Waiter.init(Ready.write_interest);
+    try testing.expect(io.pollReady(&reader, &rcx) == null);
+    try testing.expect(io.pollReady(&writer, &wcx) == null);
+    io.dispatch(.{ .readable = true });
+    try testing.expectEqual(@as(u32, 1), reader_counter.wakeCount());
+    try testing.expectEqual(@as(u32, 0), writer_counter.wakeCount());
+    // The woken reader sees the readiness; the writer is still linked.
+    const ev = io.pollReady(&reader, &rcx).?;
+    try testing.expect(ev.ready.readable and !ev.is_shutdown);
+    try testing.expect(io.pollReady(&writer, &wcx) == null);
+    // A second reader sees it too: waking did not consume it.
+    var other = Waiter.init(Ready.read_interest);
+    try testing.expect(io.pollReady(&other, &rcx).?.ready.readable);
+    io.clearReadiness(ev);
+    try testing.expect(io.pollReady(&other, &rcx) == null);
+    io.cancelWait(&other);
+    io.cancelWait(&writer);
+    io.cancelWait(&writer); // idempotent
+    try testing.expect(!io.hasWaiters());
+    try testing.expectEqual(@as(i32, 1), reader_counter.outstanding());
+    try testing.expectEqual(@as(i32, 1), writer_counter.outstanding());
+}
+
+test "a stale WouldBlock does not clear readiness reported after it (tick), also after 300 events" {
+    var io = testIo();
+    io.dispatch(.{ .readable = true });
+    const seen = io.event(Ready.read_interest);
+    try testing.expect(seen.ready.readable);
+    // The read got WouldBlock, but before the clear the kernel reported new data.
+    io.dispatch(.{ .readable = true });
+    io.clearReadiness(seen);
+    try testing.expect(io.event(Ready.read_interest).ready.readable);
+    // More events than an 8-bit tick could count (one that wrapped would match again).
+    for (0..300) |_| io.dispatch(.{ .readable = true });
+    io.clearReadiness(seen);
+    try testing.expect(io.event(Ready.read_interest).ready.readable);
+    // A clear with the current tick works; closed bits survive it.
+    io.dispatch(.{ .read_closed = true });
+    const now = io.event(Ready.read_interest);
+    io.clearReadiness(now);
+    const after = io.event(Ready.read_interest);
+    try testing.expect(!after.ready.readable and after.ready.read_closed);
+}
+
+test "a waiter cancelled after being woken leaves the readiness to the next waiter" {
+    var io = testIo();
+    var counter = Waker.Counting{};
+    const w = counter.waker();
+    defer w.drop();
+    var cx = future.Context.init(&w);
+    var first = Waiter.init(Ready.read_interest);
+    try testing.expect(io.pollReady(&first, &cx) == null);
+    io.dispatch(.{ .readable = true });
+    io.cancelWait(&first); // Woken, then dropped before acting on it.
+    var second = Waiter.init(Ready.read_interest);
+    try testing.expect(io.pollReady(&second, &cx).?.ready.readable);
+    try testing.expectEqual(@as(i32, 1), counter.outstanding());
+}
+
+test "shutdown wakes every waiter and ends later waits at once" {
+    var io = testIo();
+    var counter = Waker.Counting{};
+    const w = counter.waker();
+    defer w.drop();
+    var cx = future.Context.init(&w);
+    var waiters: [3 * WakeList.capacity + 5]Waiter = undefined;
+    for (&waiters, 0..) |*waiter, i| {
+        waiter.* = Waiter.init(if (i % 2 == 0) Ready.read_interest else Ready.write_interest);
+        try testing.expect(io.pollReady(waiter, &cx) == null);
+    }
+    io.shutdown();
+    try testing.expectEqual(@as(u32, waiters.len), counter.wakeCount());
+    for (&waiters) |*waiter| try testing.expect(io.pollReady(waiter, &cx).?.is_shutdown);
+    var late = Waiter.init(Ready.read_interest);
+    try testing.expect(io.pollReady(&late, &cx).?.is_shutdown);
+    try testing.expectEqual(@as(i32, 1), counter.outstanding());
+}
+
+const DispatchInWindow = struct {
+    io: *ScheduledIo,
+    fn run(self: *DispatchInWindow) void {
+        self.io.dispatch(.{ .readable = true });
+    }
+};
+
+test "lost wake-up: an event between the lock-free check and the registration is seen" {
+    var io = testIo();
+    var counter = Waker.Counting{};
+    const w = counter.waker();
+    defer w.drop();
+    var cx = future.Context.init(&w);
+    var waiter = Waiter.init(Ready.read_interest);
+    var window = DispatchInWindow{ .io = &io };
+    hook.arm(.io_readiness, &window, DispatchInWindow.run);
+    defer hook.disarm();
+    const result = io.pollReady(&waiter, &cx);
+    try testing.expect(hook.fired());
+    // Either ready now, or linked and woken: never linked and forgotten.
+    if (result == null) {
+        try testing.expectEqual(@as(u32, 1), counter.wakeCount());
+        io.cancelWait(&waiter);
+    } else {
+        try testing.expect(result.?.ready.readable);
+    }
+    try testing.expect(result != null or counter.wakeCount() == 1);
+    try testing.expectEqual(@as(i32, 1), counter.outstanding());
+}
+
+test "waiters woken from another thread while others register and cancel" {
+    const rounds = @import("../testing.zig").scaled(2_000, 20);
+    var io = testIo();
+    var stop = std.atomic.Value(bool).init(false);
+    const Dispatcher = struct {
+        fn run(target: *ScheduledIo, done: *std.atomic.Value(bool)) void {
+            while (!done.load(.acquire)) {
+                target.dispatch(.{ .readable = true, .writable = true });
+                std.Thread.yield() catch {};
+            }
+        }
+    };
+    const thread = try std.Thread.spawn(.{}, Dispatcher.run, .{ &io, &stop });
+    defer thread.join();
+    defer stop.store(true, .release);
+    var counter = Waker.Counting{};
+    const w = counter.waker();
+    defer w.drop();
+    var cx = future.Context.init(&w);
+    for (0..rounds) |round| {
+        var waiter = Waiter.init(if (round % 2 == 0) Ready.read_interest else Ready.write_interest);
+        // Wait for readiness, then consume it as a WouldBlock would.
+        var polls: u32 = 0;
+        while (true) : (polls += 1) {
+            const wakes = counter.wakeCount();
+            if (io.pollReady(&waiter, &cx)) |ev| {
+                io.clearReadiness(ev);
+                break;
+            }
+            if (round % 3 == 0 and polls == 0) {
+                io.cancelWait(&waiter); // Cancel mid-wait, then wait again.
+                continue;
+            }
+            // Linked: the dispatcher must wake it (a lost wake-up spins here forever).
+            while (counter.wakeCount() == wakes) std.Thread.yield() catch {};
+        }
+    }
+    try testing.expectEqual(@as(i32, 1), counter.outstanding());
+    try testing.expect(!io.hasWaiters());
+}

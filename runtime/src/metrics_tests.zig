@@ -1,0 +1,218 @@
+//! Runtime metrics on real workers: counts that a workload of known shape must produce
+//! exactly (polls per spawned task, steals when the owner cannot run its queue, remote spawns
+//! in the external set, budget-forced yields), and the spin policy's single spinning slot.
+//!
+//! Exact counts are read from the difference of two snapshots, the second taken after
+//! `blockOn` returned: every counted event is sequenced before a task completion that
+//! happens-before that return, so the relaxed counters are visible.
+
+const std = @import("std");
+const testing = std.testing;
+
+const ampere = @import("ampere.zig");
+const Runtime = ampere.Runtime;
+const Context = ampere.Context;
+const Poll = ampere.Poll;
+const JoinHandle = ampere.JoinHandle;
+const budget = ampere.budget;
+const Metrics = Runtime.Metrics;
+
+const Value = struct {
+    pub const Output = u64;
+    value: u64,
+    pub fn poll(self: *Value, _: *Context) Poll(u64) {
+        return .{ .ready = self.value };
+    }
+};
+
+/// Spawns `handles.len` Value tasks on its first poll, then awaits them in order; returns the
+/// sum of their outputs and its own poll count (to tell its polls from the tasks').
+const SpawnAndJoin = struct {
+    pub const Output = [2]u64;
+    handles: []JoinHandle(u64),
+    own_polls: u64 = 0,
+    spawned: bool = false,
+    joined: usize = 0,
+    sum: u64 = 0,
+
+    pub fn poll(self: *SpawnAndJoin, cx: *Context) Poll([2]u64) {
+        self.own_polls += 1;
+        if (!self.spawned) {
+            for (self.handles, 0..) |*handle, i| handle.* = ampere.spawn(Value{ .value = i }) catch @panic("spawn");
+            self.spawned = true;
+        }
+        while (self.joined < self.handles.len) {
+            switch (self.handles[self.joined].poll(cx)) {
+                .pending => return .pending,
+                .ready => |output| self.sum += output catch @panic("cancelled"),
+            }
+            self.joined += 1;
+        }
+        return .{ .ready = .{ self.sum, self.own_polls } };
+    }
+};
+
+fn sumBelow(n: u64) u64 {
+    return n * (n -| 1) / 2;
+}
+
+test "metrics: N spawns from a task are N polls and N local schedules, whatever the worker count" {
+    const spawns = 200;
+    var handles: [spawns]JoinHandle(u64) = undefined;
+    for ([_]u32{ 1, 4 }) |workers| {
+        const rt = try Runtime.init(testing.allocator, .{ .workers = workers });
+        defer rt.deinit();
+        const before = rt.metrics();
+        const handle = try rt.spawn(SpawnAndJoin{ .handles = &handles });
+        const sum, const driver_polls = try rt.blockOn(handle);
+        try testing.expectEqual(sumBelow(spawns), sum);
+        const delta = rt.metrics().minus(&before);
+        const total = delta.total();
+        try testing.expectEqual(spawns + driver_polls, total.get(.polls));
+        // The driver's spawn from this thread is the only remote one: one inject push (in the
+        // external set) and one pop; no overflow at 200 tasks.
+        try testing.expectEqual(@as(u64, 1), delta.external.get(.inject_pushes));
+        try testing.expectEqual(@as(u64, 1), total.get(.inject_pushes));
+        try testing.expectEqual(@as(u64, 1), total.get(.inject_pops));
+        try testing.expectEqual(@as(u64, 0), total.get(.overflows));
+        // Each spawn is a local schedule, and so is each wake of the driver: every poll of it
+        // after the first was preceded by exactly one.
+        try testing.expectEqual(spawns + driver_polls - 1, total.get(.local_schedules));
+        try testing.expect(total.get(.tasks_stolen) >= total.get(.steals));
+        if (workers == 1) {
+            // Alone, the worker runs the LIFO task, then task 0 from its queue, whose completion
+            // puts the driver in the LIFO slot, which finds handle 1 pending, and so on: the
+            // driver is polled once per task, and every poll after the first comes from the
+            // LIFO slot, as does the last-spawned task.
+            try testing.expectEqual(@as(u64, spawns), driver_polls);
+            try testing.expectEqual(@as(u64, spawns), total.get(.lifo_hits));
+            try testing.expectEqual(@as(u64, 0), total.get(.steals));
+        }
+        try testing.expectEqual(@as(u64, 0), delta.external.get(.polls));
+    }
+}
+
+/// Spawns `handles.len` tasks into its own worker's queue and then keeps that worker busy
+/// (without polling them) until all but the one in the LIFO slot have run: only another
+/// worker can have run them, by stealing.
+const HoldTheWorker = struct {
+    pub const Output = void;
+    handles: []JoinHandle(void),
+    ran: *std.atomic.Value(u32),
+    spawned: bool = false,
+    joined: usize = 0,
+
+    const Count = struct {
+        pub const Output = void;
+        ran: *std.atomic.Value(u32),
+        pub fn poll(self: *Count, _: *Context) Poll(void) {
+            _ = self.ran.fetchAdd(1, .release);
+            return .{ .ready = {} };
+        }
+    };
+
+    pub fn poll(self: *HoldTheWorker, cx: *Context) Poll(void) {
+        if (!self.spawned) {
+            for (self.handles) |*handle| handle.* = ampere.spawn(Count{ .ran = self.ran }) catch @panic("spawn");
+            self.spawned = true;
+            const queued: u32 = @intCast(self.handles.len - 1); // The last one is in the LIFO slot.
+            var waited: u64 = 0;
+            while (self.ran.load(.acquire) < queued) : (waited += 1) {
+                if (waited > 20_000_000) @panic("no other worker stole the queued tasks");
+                std.Thread.yield() catch {};
+            }
+        }
+        while (self.joined < self.handles.len) {
+            switch (self.handles[self.joined].poll(cx)) {
+                .pending => return .pending,
+                .ready => |output| output catch @panic("cancelled"),
+            }
+            self.joined += 1;
+        }
+        return .{ .ready = {} };
+    }
+};
+
+test "metrics: tasks queued behind a busy worker are stolen, and counted once" {
+    const spawns = 100;
+    var handles: [spawns]JoinHandle(void) = undefined;
+    var ran = std.atomic.Value(u32).init(0);
+    const rt = try Runtime.init(testing.allocator, .{ .workers = 2 });
+    defer rt.deinit();
+    const before = rt.metrics();
+    const handle = try rt.spawn(HoldTheWorker{ .handles = &handles, .ran = &ran });
+    try rt.blockOn(handle);
+    try testing.expectEqual(@as(u32, spawns), ran.load(.acquire));
+    const delta = rt.metrics().minus(&before);
+    const total = delta.total();
+    // Every queued task (all but the LIFO one) was stolen by the other worker, exactly once.
+    try testing.expectEqual(@as(u64, spawns - 1), total.get(.tasks_stolen));
+    try testing.expect(total.get(.steals) >= 1 and total.get(.steals) <= spawns - 1);
+    // All of them by the same worker: the one not holding the driver.
+    const thief: u32 = if (delta.worker(0).get(.tasks_stolen) > 0) 0 else 1;
+    try testing.expectEqual(@as(u64, spawns - 1), delta.worker(thief).get(.tasks_stolen));
+    try testing.expect(delta.worker(thief).get(.polls) >= spawns - 1);
+    // The driver twice: once to spawn and hold, once after the LIFO task ran.
+    try testing.expectEqual(spawns + 2, total.get(.polls));
+}
+
+/// Takes `units` budget units in all, returning pending whenever the budget runs out.
+const BudgetHog = struct {
+    pub const Output = u64;
+    units: u64,
+    taken: u64 = 0,
+    pub fn poll(self: *BudgetHog, cx: *Context) Poll(u64) {
+        while (self.taken < self.units) {
+            if (!budget.proceed(cx)) return .pending;
+            self.taken += 1;
+        }
+        return .{ .ready = self.taken };
+    }
+};
+
+test "metrics: budget-forced yields and the external set of remote spawns" {
+    const rt = try Runtime.init(testing.allocator, .{ .workers = 1 });
+    defer rt.deinit();
+    const before = rt.metrics();
+    const units: u64 = 2 * @as(u64, budget.units_per_poll) + 44; // Two full budgets, then done.
+    const handle = try rt.spawn(BudgetHog{ .units = units });
+    try testing.expectEqual(@as(u64, units), try rt.blockOn(handle));
+    const delta = rt.metrics().minus(&before);
+    try testing.expectEqual(@as(u64, 2), delta.worker(0).get(.budget_yields));
+    try testing.expectEqual(@as(u64, 3), delta.worker(0).get(.polls));
+    try testing.expectEqual(@as(u64, 1), delta.external.get(.inject_pushes));
+    try testing.expect(delta.external.get(.unparks_issued) <= 1);
+}
+
+test "spin policy: at most one worker spins at a time, and spins are counted" {
+    const rt = try Runtime.init(testing.allocator, .{ .workers = 4 });
+    defer rt.deinit();
+    const Sampler = struct {
+        fn run(idle: *const @import("scheduler/Idle.zig"), stop: *std.atomic.Value(bool), max: *u32) void {
+            while (!stop.load(.acquire)) {
+                max.* = @max(max.*, idle.spinningWorkers());
+                std.atomic.spinLoopHint();
+            }
+        }
+    };
+    var stop = std.atomic.Value(bool).init(false);
+    var max_spinning: u32 = 0;
+    const sampler = try std.Thread.spawn(.{}, Sampler.run, .{ &rt.scheduler.shared.idle, &stop, &max_spinning });
+    const before = rt.metrics();
+    const rounds = @import("testing.zig").scaled(200, 10);
+    var handles: [16]JoinHandle(u64) = undefined;
+    for (0..rounds) |_| {
+        // Bursts from outside wake workers, which then run out of work and park again.
+        for (&handles, 0..) |*handle, i| handle.* = try rt.spawn(Value{ .value = i });
+        for (&handles, 0..) |handle, i| try testing.expectEqual(@as(u64, i), try rt.blockOn(handle));
+    }
+    stop.store(true, .release);
+    sampler.join();
+    // No blocking hand-off here, so no worker had a reason to spin beside the slot holder.
+    try testing.expect(max_spinning <= 1);
+    const delta = rt.metrics().minus(&before);
+    // A worker spins at most once per return from its futex or spin (`park_wakeups`).
+    for (delta.workers()) |counts| {
+        try testing.expect(counts.get(.spins_woken) + counts.get(.spins_timed_out) <= counts.get(.park_wakeups));
+    }
+}

@@ -1,0 +1,279 @@
+//! A TCP connection (Tokio's `net::TcpStream`): a non-blocking socket registered with the I/O
+//! driver of the runtime it was created on, at creation — by `connect` or by
+//! `TcpListener.accept` — and deregistered by `close`.
+//!
+//! The operations are futures (`read`, `write`, `readExact`, `writeAll`; `connect` creates the
+//! stream). They are cancel-safe: cancelling one unlinks its waiter and loses no readiness.
+//! What a cancelled `read` or `write` did not report did not happen; a cancelled `readExact` or
+//! `writeAll` may have transferred a prefix (as in Tokio). One read and one write may run at
+//! the same time (say a reader task and a writer task), and so may several of each, though
+//! their bytes then interleave in no particular order.
+//!
+//! `TcpStream` is a handle (two pointers): copies refer to the same socket. `close` it once,
+//! when no operation on it is pending. End of stream is a read of 0 bytes.
+
+const std = @import("std");
+const assert = std.debug.assert;
+const posix = std.posix;
+
+const future = @import("../future.zig");
+const context = @import("../context.zig");
+const Ready = @import("../io/ready.zig").Ready;
+const Registration = @import("../io/Registration.zig");
+const Driver = @import("../io/Driver.zig");
+const errors = @import("errors.zig");
+const sys = @import("sys.zig");
+
+const TcpStream = @This();
+
+registration: Registration,
+
+pub const Read = Registration.Op(ReadAttempt);
+pub const Write = Registration.Op(WriteAttempt);
+
+/// Connects to `address` (IPv4 or IPv6) on the runtime of the thread that polls the future.
+pub fn connect(address: std.net.Address) Connect {
+    return .{ .address = address };
+}
+
+/// Reads at most `buffer.len` bytes; 0 means end of stream (for a non-empty buffer).
+pub fn read(self: TcpStream, buffer: []u8) Read {
+    return Read.init(self.registration, .{ .buffer = buffer });
+}
+
+/// Writes at most `bytes.len` bytes (at least one unless `bytes` is empty); returns how many.
+pub fn write(self: TcpStream, bytes: []const u8) Write {
+    return Write.init(self.registration, .{ .bytes = bytes });
+}
+
+/// Reads until `buffer` is full; `EndOfStream` if the peer closes before.
+pub fn readExact(self: TcpStream, buffer: []u8) ReadExact {
+    return .{ .registration = self.registration, .buffer = buffer };
+}
+
+/// Writes all of `bytes` (as many writes as the socket buffer needs).
+pub fn writeAll(self: TcpStream, bytes: []const u8) WriteAll {
+    return .{ .registration = self.registration, .bytes = bytes };
+}
+
+/// Shuts down reading, writing or both. After `.write` the peer reads end of stream, and this
+/// side can still read what the peer sends.
+pub fn shutdown(self: TcpStream, how: sys.ShutdownHow) errors.ShutdownError!void {
+    return sys.shutdown(self.registration.fd(), how);
+}
+
+/// Disables (true) or enables Nagle's algorithm (`TCP_NODELAY`).
+pub fn setNodelay(self: TcpStream, enabled: bool) errors.SocketError!void {
+    return sys.setNodelay(self.registration.fd(), enabled);
+}
+
+pub fn nodelay(self: TcpStream) errors.SocketError!bool {
+    return sys.nodelay(self.registration.fd());
+}
+
+pub fn localAddress(self: TcpStream) errors.SocketError!std.net.Address {
+    return sys.address(self.registration.fd(), .local);
+}
+
+pub fn peerAddress(self: TcpStream) errors.SocketError!std.net.Address {
+    return sys.address(self.registration.fd(), .peer);
+}
+
+/// Deregisters and closes the socket. No operation on it may be pending.
+pub fn close(self: TcpStream) void {
+    self.registration.close();
+}
+
+/// A stream for a socket `accept` returned: registered at once, assumed readable and writable
+/// (its first read usually finds the peer's first bytes; Tokio's `new_accepted`). Closes `fd`
+/// if registration fails.
+pub fn fromAccepted(driver: *Driver, fd: posix.fd_t) errors.RegisterError!TcpStream {
+    const registration = Registration.init(driver, fd, .{ .readable = true, .writable = true }) catch |err| {
+        sys.close(fd);
+        return err;
+    };
+    return .{ .registration = registration };
+}
+
+const ReadAttempt = struct {
+    pub const interest = Ready.read_interest;
+    pub const Value = usize;
+    pub const Error = errors.ReadError;
+    buffer: []u8,
+
+    pub fn run(self: *ReadAttempt, fd: posix.fd_t) (Error || sys.WouldBlock)!usize {
+        return sys.recv(fd, self.buffer);
+    }
+
+    /// A short read drained the socket buffer.
+    pub fn drained(self: *const ReadAttempt, count: usize) bool {
+        return count > 0 and count < self.buffer.len;
+    }
+};
+
+const WriteAttempt = struct {
+    pub const interest = Ready.write_interest;
+    pub const Value = usize;
+    pub const Error = errors.WriteError;
+    bytes: []const u8,
+
+    pub fn run(self: *WriteAttempt, fd: posix.fd_t) (Error || sys.WouldBlock)!usize {
+        return sys.send(fd, self.bytes);
+    }
+
+    /// A short write filled the socket buffer.
+    pub fn drained(self: *const WriteAttempt, count: usize) bool {
+        return count > 0 and count < self.bytes.len;
+    }
+};
+
+const ConnectAttempt = struct {
+    pub const interest = Ready.write_interest;
+    pub const Value = void;
+    pub const Error = errors.ConnectError;
+
+    /// Runs once the socket reports write readiness: the connect finished, and `SO_ERROR`
+    /// says how.
+    pub fn run(self: *ConnectAttempt, fd: posix.fd_t) (Error || sys.WouldBlock)!void {
+        _ = self;
+        return sys.connectResult(fd);
+    }
+};
+
+/// `connect`: creates the socket on first poll, registers it, starts the connect and waits
+/// for write readiness. Cancelled while connecting, it closes the socket.
+pub const Connect = struct {
+    pub const Output = errors.ConnectError!TcpStream;
+
+    address: std.net.Address,
+    registration: ?Registration = null,
+    op: Registration.Op(ConnectAttempt) = undefined,
+    finished: bool = false,
+
+    pub fn poll(self: *Connect, cx: *future.Context) future.Poll(Output) {
+        assert(!self.finished);
+        if (self.registration == null) {
+            const driver = context.io() orelse @panic("ampere.net.TcpStream.connect polled outside a runtime");
+            switch (self.start(driver)) {
+                .done => |result| return self.finish(result),
+                .in_progress => {},
+            }
+        }
+        switch (self.op.poll(cx)) {
+            .pending => return .pending,
+            .ready => |result| {
+                const registration = self.registration.?;
+                self.registration = null;
+                result catch |err| {
+                    registration.close();
+                    return self.finish(err);
+                };
+                return self.finish(.{ .registration = registration });
+            },
+        }
+    }
+
+    const Start = union(enum) { done: Output, in_progress };
+
+    /// Registers the socket only *after* `connect` started it: epoll reports the state at
+    /// registration, and an unconnected TCP socket polls as hung up (EPOLLHUP), which would
+    /// mark both directions closed for good (mio registers after connect too).
+    fn start(self: *Connect, driver: *Driver) Start {
+        const fd = sys.tcpSocket(self.address.any.family) catch |err| return .{ .done = err };
+        const started = sys.connect(fd, &self.address) catch |err| {
+            sys.close(fd);
+            return .{ .done = err };
+        };
+        const registration = Registration.init(driver, fd, Ready.empty) catch |err| {
+            sys.close(fd);
+            return .{ .done = err };
+        };
+        switch (started) {
+            .connected => return .{ .done = TcpStream{ .registration = registration } },
+            .in_progress => {
+                self.registration = registration;
+                self.op = Registration.Op(ConnectAttempt).init(registration, .{});
+                return .in_progress;
+            },
+        }
+    }
+
+    fn finish(self: *Connect, output: Output) future.Poll(Output) {
+        self.finished = true;
+        return .{ .ready = output };
+    }
+
+    pub fn cancel(self: *Connect) void {
+        const registration = self.registration orelse return;
+        self.op.cancel();
+        registration.close();
+        self.registration = null;
+        self.finished = true;
+    }
+};
+
+/// `readExact`: reads until the buffer is full.
+pub const ReadExact = struct {
+    pub const Output = errors.ReadExactError!void;
+
+    registration: Registration,
+    buffer: []u8,
+    filled: usize = 0,
+    op: ?Read = null,
+
+    pub fn poll(self: *ReadExact, cx: *future.Context) future.Poll(Output) {
+        // Bounded: every pass fills at least one byte or returns.
+        while (self.filled < self.buffer.len) {
+            if (self.op == null) self.op = Read.init(self.registration, .{ .buffer = self.buffer[self.filled..] });
+            switch (self.op.?.poll(cx)) {
+                .pending => return .pending,
+                .ready => |result| {
+                    self.op = null;
+                    const count = result catch |err| return .{ .ready = err };
+                    if (count == 0) return .{ .ready = error.EndOfStream };
+                    self.filled += count;
+                    assert(self.filled <= self.buffer.len);
+                },
+            }
+        }
+        return .{ .ready = {} };
+    }
+
+    pub fn cancel(self: *ReadExact) void {
+        if (self.op) |*op| op.cancel();
+        self.op = null;
+    }
+};
+
+/// `writeAll`: writes until every byte is out.
+pub const WriteAll = struct {
+    pub const Output = errors.WriteError!void;
+
+    registration: Registration,
+    bytes: []const u8,
+    written: usize = 0,
+    op: ?Write = null,
+
+    pub fn poll(self: *WriteAll, cx: *future.Context) future.Poll(Output) {
+        // Bounded: every pass writes at least one byte or returns.
+        while (self.written < self.bytes.len) {
+            if (self.op == null) self.op = Write.init(self.registration, .{ .bytes = self.bytes[self.written..] });
+            switch (self.op.?.poll(cx)) {
+                .pending => return .pending,
+                .ready => |result| {
+                    self.op = null;
+                    const count = result catch |err| return .{ .ready = err };
+                    assert(count > 0);
+                    self.written += count;
+                    assert(self.written <= self.bytes.len);
+                },
+            }
+        }
+        return .{ .ready = {} };
+    }
+
+    pub fn cancel(self: *WriteAll) void {
+        if (self.op) |*op| op.cancel();
+        self.op = null;
+    }
+};

@@ -1,0 +1,186 @@
+//! Whether a thread that has run out of work spins before it sleeps, and for how long.
+//!
+//! Spinning turns a wake-up that comes within microseconds into a memory write instead of a
+//! futex wake (tens of microseconds on a virtual machine whose vCPU halted). It costs the CPU
+//! of the spin, and on many cores it costs more: a worker that wakes within a microsecond
+//! steals tasks that the busy worker would have run from its own cache, and every idle
+//! worker that spins is one more that comes back to search the same queues. So a thread
+//! spins only where a wake-up is expected soon, decided per park:
+//!
+//! 1. **Bounded.** Never longer than `Options.spin_before_park_ns` (`bound_ns`); 0 turns
+//!    spinning off everywhere (the `ampere.nospin` variant).
+//! 2. **At most one spinning worker** (Go's scheduler rule). A worker about to park spins
+//!    only if it can claim the runtime's spinning slot (`Idle.tryStartSpinning`); the others
+//!    sleep at once. `Idle.workerToNotify` wakes the spinning worker first, so the one wake-up
+//!    that is cheap is the one used, and the next worker to help pays the futex wake-up (as
+//!    in Tokio), which spreads a burst of small tasks over fewer, longer-running workers.
+//! 3. **Expected wake-ups spin regardless of the slot.** A worker whose task just handed a
+//!    function to the blocking pool (`expectWakeup`) will be woken when the function returns;
+//!    a `blockOn` thread waits for the reply to work it started. Both spin even while another
+//!    worker holds the slot.
+//! 4. **Backed off when spinning does not pay.** A spin that ends without a notification
+//!    (the wake-up came later than the bound, or never) doubles the number of following parks
+//!    that sleep at once — 1, 3, 7, ... up to `skip_max` — and a spin that ends with a
+//!    notification resets it. A thread whose wake-ups come late thus spins on about one park
+//!    in 64, and one whose wake-ups come soon spins on every park.
+//!
+//! The policy state is owned by the parking thread (plain fields, no atomics); the spinning
+//! slot is in `Idle` (shared). Outcomes are counted in the thread's metrics recorder
+//! (`spins_woken`, `spins_timed_out`, `spin_ns`).
+
+const std = @import("std");
+const assert = std.debug.assert;
+const Parker = @import("../Parker.zig");
+const clock = @import("../time/clock.zig");
+const Metrics = @import("Metrics.zig");
+
+const SpinPolicy = @This();
+
+/// Longest run of parks without spinning after repeated fruitless spins (2^6 - 1).
+pub const skip_max: u32 = 63;
+
+/// Upper bound of one spin (0 = never spin).
+bound_ns: u64,
+/// Parks left that sleep at once (the back-off after a fruitless spin).
+skip: u32 = 0,
+/// Length of the next back-off: 1, 3, 7, ... `skip_max` parks.
+backoff: u32 = 0,
+/// Set by `expectWakeup`, consumed by the next park.
+wakeup_expected: bool = false,
+
+pub fn init(bound_ns: u64) SpinPolicy {
+    return .{ .bound_ns = bound_ns };
+}
+
+/// The thread's next park waits for a wake-up it caused itself (e.g. a blocking-pool
+/// hand-off): spin for it even if another worker holds the spinning slot.
+pub fn expectWakeup(self: *SpinPolicy) void {
+    self.wakeup_expected = true;
+}
+
+/// What the next park should do.
+pub const Plan = struct {
+    /// 0: sleep at once.
+    spin_ns: u64,
+    /// True when the spin needs the runtime's single spinning slot (no wake-up is expected).
+    needs_slot: bool,
+    /// True when spinning was skipped by the back-off (for the `spins_backed_off` count).
+    backed_off: bool = false,
+};
+
+/// Decides the next park (call once per park; it consumes a back-off step and an expected
+/// wake-up).
+pub fn plan(self: *SpinPolicy) Plan {
+    const expected = self.wakeup_expected;
+    self.wakeup_expected = false;
+    if (self.bound_ns == 0) return .{ .spin_ns = 0, .needs_slot = false };
+    if (self.skip > 0) {
+        self.skip -= 1;
+        return .{ .spin_ns = 0, .needs_slot = false, .backed_off = true };
+    }
+    return .{ .spin_ns = self.bound_ns, .needs_slot = !expected };
+}
+
+/// Records how a spin ended and adjusts the back-off.
+pub fn observe(self: *SpinPolicy, woken: bool) void {
+    assert(self.skip == 0); // Only a park that spun reports.
+    if (woken) {
+        self.backoff = 0;
+    } else {
+        self.backoff = @min(2 * self.backoff + 1, skip_max);
+        self.skip = self.backoff;
+    }
+    assert(self.backoff <= skip_max);
+}
+
+/// Spins up to `spin_ns` for a notification of `parker`; counts the outcome. True if one came.
+pub fn spin(self: *SpinPolicy, parker: *Parker, spin_ns: u64, recorder: Metrics.Recorder) bool {
+    assert(spin_ns > 0 and spin_ns <= self.bound_ns);
+    const start_ns = clock.nowNs();
+    const woken = parker.spinForNotification(spin_ns);
+    recorder.count(.spin_ns, clock.nowNs() -| start_ns);
+    recorder.count(if (woken) .spins_woken else .spins_timed_out, 1);
+    self.observe(woken);
+    return woken;
+}
+
+/// `spin` for the driver owner: also turns the I/O driver without blocking while it spins
+/// (`Parker.spinForNotificationOrIo`); dispatched events end the spin like a notification.
+pub fn spinIo(self: *SpinPolicy, parker: *Parker, spin_ns: u64, recorder: Metrics.Recorder) bool {
+    assert(spin_ns > 0 and spin_ns <= self.bound_ns);
+    const start_ns = clock.nowNs();
+    const woken = parker.spinForNotificationOrIo(spin_ns);
+    recorder.count(.spin_ns, clock.nowNs() -| start_ns);
+    recorder.count(if (woken) .spins_woken else .spins_timed_out, 1);
+    self.observe(woken);
+    return woken;
+}
+
+/// The driver owner's park: spins per `spin_ns` (turning the driver), then blocks in the I/O
+/// driver until an event, an unpark, or `timeout_ns` (null: no timer; the spin counts towards
+/// it). The caller dispatched the events already queued first (`Parker.pollIo`).
+pub fn parkIo(self: *SpinPolicy, parker: *Parker, timeout_ns: ?u64, spin_ns: u64, recorder: Metrics.Recorder) void {
+    const limit_ns = timeout_ns orelse std.math.maxInt(u64);
+    if (limit_ns == 0) return; // A timer is due: the caller fires it.
+    const spin_part_ns = @min(spin_ns, limit_ns);
+    if (spin_part_ns > 0 and self.spinIo(parker, spin_part_ns, recorder)) return;
+    parker.parkIo(if (timeout_ns) |ns| ns - spin_part_ns else null);
+}
+
+/// Spins per `spin_ns` (0: not at all), then sleeps on `parker` until it is unparked.
+pub fn park(self: *SpinPolicy, parker: *Parker, spin_ns: u64, recorder: Metrics.Recorder) void {
+    if (spin_ns > 0 and self.spin(parker, spin_ns, recorder)) return;
+    parker.park();
+}
+
+/// `park` with a timeout (the spin counts towards it). True when unparked, false on timeout.
+pub fn parkTimeout(self: *SpinPolicy, parker: *Parker, timeout_ns: u64, spin_ns: u64, recorder: Metrics.Recorder) bool {
+    assert(timeout_ns > 0);
+    const spin_part_ns = @min(spin_ns, timeout_ns);
+    if (spin_part_ns > 0 and self.spin(parker, spin_part_ns, recorder)) return true;
+    if (timeout_ns == spin_part_ns) return false;
+    return parker.parkTimeout(timeout_ns - spin_part_ns);
+}
+
+test "off means never, and a fruitless spin backs off exponentially" {
+    var off = SpinPolicy.init(0);
+    try std.testing.expectEqual(@as(u64, 0), off.plan().spin_ns);
+
+    var policy = SpinPolicy.init(1000);
+    try std.testing.expectEqual(Plan{ .spin_ns = 1000, .needs_slot = true }, policy.plan());
+    policy.observe(false); // Skip 1.
+    try std.testing.expectEqual(Plan{ .spin_ns = 0, .needs_slot = false, .backed_off = true }, policy.plan());
+    try std.testing.expectEqual(@as(u64, 1000), policy.plan().spin_ns);
+    policy.observe(false); // Skip 3.
+    var skipped: u32 = 0;
+    while (policy.plan().spin_ns == 0) skipped += 1;
+    try std.testing.expectEqual(@as(u32, 3), skipped);
+    policy.observe(true); // A wake-up during the spin: spin on every park again.
+    try std.testing.expectEqual(@as(u64, 1000), policy.plan().spin_ns);
+    for (0..20) |_| {
+        while (policy.plan().spin_ns == 0) {}
+        policy.observe(false);
+    }
+    try std.testing.expectEqual(skip_max, policy.skip);
+}
+
+test "an expected wake-up spins without the slot, once" {
+    var policy = SpinPolicy.init(1000);
+    policy.expectWakeup();
+    try std.testing.expectEqual(Plan{ .spin_ns = 1000, .needs_slot = false }, policy.plan());
+    try std.testing.expectEqual(Plan{ .spin_ns = 1000, .needs_slot = true }, policy.plan());
+}
+
+test "spin counts a notification and a timeout" {
+    var counters = Metrics.Counters{};
+    const recorder = Metrics.Recorder{ .counters = &counters, .owner = true };
+    var parker = Parker{};
+    var policy = SpinPolicy.init(200 * std.time.ns_per_us);
+    parker.unpark();
+    try std.testing.expect(policy.spin(&parker, policy.bound_ns, recorder));
+    try std.testing.expect(!policy.parkTimeout(&parker, 1 * std.time.ns_per_ms, policy.plan().spin_ns, recorder));
+    const counts = counters.snapshot();
+    try std.testing.expectEqual(@as(u64, 1), counts.get(.spins_woken));
+    try std.testing.expectEqual(@as(u64, 1), counts.get(.spins_timed_out));
+    try std.testing.expect(counts.get(.spin_ns) >= 200 * std.time.ns_per_us);
+}
