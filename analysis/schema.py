@@ -65,6 +65,7 @@ MICRO_ORDER: Final[tuple[str, ...]] = (
     "mutex", "rwlock_read", "rwlock_write", "semaphore", "oncecell_get", "oncecell_set",
     "notify", "barrier",
     "channel_send", "channel_recv", "channel_roundtrip", "oneshot", "broadcast", "watch",
+    "watch_rc", "broadcast_rc",
     "channel_mpmc", "channel_mpsc", "mutex_contended", "rwlock_contended", "semaphore_contended",
     "task_spawn", "task_spawn_batch", "blocking_spawn", "yield_many", "ping_pong", "chained_spawn",
 )

@@ -20,7 +20,9 @@
 //! one round of all their tasks; task_spawn and blocking_spawn are `ops` rounds of 1 task;
 //! task_spawn_batch is `ops / batch` rounds of `batch` tasks. Shared objects (channel, lock,
 //! semaphore) live in `B`, inside the driver task (a stable address), created before the
-//! first iteration; tasks get pointers to them (Rust: `Arc` clones made before `Mark::start`).
+//! first iteration; tasks get pointers to them (Rust: `Arc` clones made before `Mark::start`),
+//! except channels: like Rust's tasks, each task gets its own channel handle, cloned in
+//! `B.setup` (untimed) and given up (`deinit`) by the task when it finishes (timed).
 //! The handle array is allocated with its final size before the driver is spawned.
 
 const std = @import("std");
@@ -174,10 +176,11 @@ pub fn drive(ctx: *Ctx, bench: anytype) Error!void {
 
 const Channel = ampere.channel.Bounded(u64);
 
-/// Sends base + j for j in 0..count, each send awaited; returns count.
+/// Sends base + j for j in 0..count, each send awaited; returns count. Owns its sender
+/// (Rust: the moved `tx` clone), given up when it finishes.
 const Producer = struct {
     pub const Output = TaskResult;
-    channel: *Channel,
+    tx: Channel.Sender,
     base: u64,
     count: u64,
     next: u64 = 0,
@@ -186,30 +189,37 @@ const Producer = struct {
     pub fn poll(self: *Producer, cx: *Context) Poll(Output) {
         while (true) {
             if (self.sending == null) {
-                if (self.next == self.count) return TaskResult.ok(self.count);
-                self.sending = self.channel.send(self.base + self.next);
+                if (self.next == self.count) return self.finish(TaskResult.ok(self.count));
+                self.sending = self.tx.send(self.base + self.next);
             }
             switch (self.sending.?.poll(cx)) {
                 .pending => return .pending,
                 .ready => |result| {
                     self.sending = null;
-                    result catch return TaskResult.fail(error.ChannelClosed);
+                    result catch return self.finish(TaskResult.fail(error.ChannelClosed));
                     self.next += 1;
                 },
             }
         }
     }
 
+    fn finish(self: *Producer, result: Poll(Output)) Poll(Output) {
+        self.tx.deinit();
+        return result;
+    }
+
     pub fn cancel(self: *Producer) void {
         if (self.sending) |*sending| sending.cancel();
         self.sending = null;
+        self.tx.deinit();
     }
 };
 
-/// Awaits exactly `count` receives; returns the sum of the values.
+/// Awaits exactly `count` receives; returns the sum of the values. Owns its receiver (Rust:
+/// the moved `rx` clone), given up when it finishes.
 const Consumer = struct {
     pub const Output = TaskResult;
-    channel: *Channel,
+    rx: Channel.Receiver,
     count: u64,
     received: u64 = 0,
     sum: u64 = 0,
@@ -218,23 +228,29 @@ const Consumer = struct {
     pub fn poll(self: *Consumer, cx: *Context) Poll(Output) {
         while (true) {
             if (self.receiving == null) {
-                if (self.received == self.count) return TaskResult.ok(self.sum);
-                self.receiving = self.channel.recv();
+                if (self.received == self.count) return self.finish(TaskResult.ok(self.sum));
+                self.receiving = self.rx.recv();
             }
             switch (self.receiving.?.poll(cx)) {
                 .pending => return .pending,
                 .ready => |result| {
                     self.receiving = null;
-                    self.sum += result catch return TaskResult.fail(error.ChannelClosed);
+                    self.sum += result catch return self.finish(TaskResult.fail(error.ChannelClosed));
                     self.received += 1;
                 },
             }
         }
     }
 
+    fn finish(self: *Consumer, result: Poll(Output)) Poll(Output) {
+        self.rx.deinit();
+        return result;
+    }
+
     pub fn cancel(self: *Consumer) void {
         if (self.receiving) |*receiving| receiving.cancel();
         self.receiving = null;
+        self.rx.deinit();
     }
 };
 
@@ -242,12 +258,16 @@ const Consumer = struct {
 /// producers (producer p sends p·per + j), then `consumers` consumers (each awaits exactly
 /// ops / consumers receives and returns their sum). channel_mpsc is the same with one
 /// consumer: ampere has one bounded channel type (MPMC); Tokio's side uses its mpsc there.
+/// The driver keeps one sender and one receiver (Rust: `tx`, `rx`) so the channel stays open;
+/// each iteration's handle clones are made in `setup` (untimed) and handed to the tasks.
 const ChannelBench = struct {
     pub const Result = TaskResult;
-    /// On the heap (created untimed): the channel's cache-line alignment cannot be embedded in
-    /// a task yet (`@fieldParentPtr` in runtime/src/task/cell.zig lacks an `@alignCast`).
-    channel: *Channel,
+    tx: Channel.Sender,
+    rx: Channel.Receiver,
     allocator: std.mem.Allocator,
+    /// The clones for the next round, made untimed; each moves into its task (null after).
+    sender_clones: []?Channel.Sender,
+    receiver_clones: []?Channel.Receiver,
     producers: u64,
     consumers: u64,
     per_producer: u64,
@@ -259,15 +279,28 @@ const ChannelBench = struct {
     fn init(ctx: *Ctx, producers: u64, consumers: u64) Error!ChannelBench {
         const c = ctx.constants;
         const allocator = ctx.allocator();
-        const channel = allocator.create(Channel) catch return ctx.fail("out of memory creating the channel", .{});
-        channel.* = Channel.init(allocator, @intCast(c.mpmc_buffer)) catch {
-            allocator.destroy(channel);
+        var tx, var rx = Channel.init(allocator, @intCast(c.mpmc_buffer)) catch
+            return ctx.fail("out of memory creating the channel", .{});
+        const sender_clones = allocator.alloc(?Channel.Sender, @intCast(producers)) catch {
+            tx.deinit();
+            rx.deinit();
             return ctx.fail("out of memory creating the channel", .{});
         };
+        const receiver_clones = allocator.alloc(?Channel.Receiver, @intCast(consumers)) catch {
+            allocator.free(sender_clones);
+            tx.deinit();
+            rx.deinit();
+            return ctx.fail("out of memory creating the channel", .{});
+        };
+        @memset(sender_clones, null);
+        @memset(receiver_clones, null);
         const per_producer = c.async_ops / producers;
         return .{
-            .channel = channel,
+            .tx = tx,
+            .rx = rx,
             .allocator = allocator,
+            .sender_clones = sender_clones,
+            .receiver_clones = receiver_clones,
             .producers = producers,
             .consumers = consumers,
             .per_producer = per_producer,
@@ -288,18 +321,24 @@ const ChannelBench = struct {
         self.sent = 0;
         self.received_sum = 0;
         self.failure = null;
+        for (self.sender_clones) |*clone| {
+            if (clone.* == null) clone.* = self.tx.clone();
+        }
+        for (self.receiver_clones) |*clone| {
+            if (clone.* == null) clone.* = self.rx.clone();
+        }
     }
 
     pub fn spawnRound(self: *ChannelBench, _: u64, handles: []JoinHandle(Result)) Runtime.SpawnError!usize {
         var n: usize = 0;
-        var p: u64 = 0;
-        while (p < self.producers) : (p += 1) {
-            handles[n] = try ampere.spawn(Producer{ .channel = self.channel, .base = p * self.per_producer, .count = self.per_producer });
+        for (self.sender_clones, 0..) |*clone, p| {
+            handles[n] = try ampere.spawn(Producer{ .tx = clone.*.?, .base = p * self.per_producer, .count = self.per_producer });
+            clone.* = null; // Moved into the task.
             n += 1;
         }
-        var q: u64 = 0;
-        while (q < self.consumers) : (q += 1) {
-            handles[n] = try ampere.spawn(Consumer{ .channel = self.channel, .count = self.per_consumer });
+        for (self.receiver_clones) |*clone| {
+            handles[n] = try ampere.spawn(Consumer{ .rx = clone.*.?, .count = self.per_consumer });
+            clone.* = null;
             n += 1;
         }
         return n;
@@ -321,12 +360,16 @@ const ChannelBench = struct {
         const ops = self.producers * self.per_producer;
         try ctx.expectEq("values sent", self.sent, ops);
         try ctx.expectEq("sum of received values", self.received_sum, sumBelow(ops));
-        try ctx.expectEq("values left in the channel", self.channel.len(), 0);
+        try ctx.expectEq("values left in the channel", self.rx.len(), 0);
     }
 
     pub fn deinit(self: *ChannelBench) void {
-        self.channel.deinit();
-        self.allocator.destroy(self.channel);
+        for (self.sender_clones) |*clone| if (clone.*) |*tx| tx.deinit();
+        for (self.receiver_clones) |*clone| if (clone.*) |*rx| rx.deinit();
+        self.allocator.free(self.sender_clones);
+        self.allocator.free(self.receiver_clones);
+        self.tx.deinit();
+        self.rx.deinit();
     }
 };
 
@@ -812,12 +855,13 @@ pub fn yieldMany(ctx: *Ctx) Error!void {
 
 const Oneshot = ampere.channel.Oneshot(u64);
 
-/// The ponger of one ping_pong round: awaits the ping, replies value + 1.
+/// The ponger of one ping_pong round: awaits the ping, replies value + 1. Owns the ping's
+/// receiver and the pong's sender (Rust: the moved `ping_rx`, `pong_tx`).
 const Ponger = struct {
     /// null: replied.
     pub const Output = ?TaskError;
-    ping: *Oneshot,
-    pong: *Oneshot,
+    ping: Oneshot.Receiver,
+    pong: Oneshot.Sender,
     receiving: ?Oneshot.RecvFuture = null,
 
     pub fn poll(self: *Ponger, cx: *Context) Poll(Output) {
@@ -826,22 +870,31 @@ const Ponger = struct {
             .pending => return .pending,
             .ready => |result| {
                 self.receiving = null;
-                const value = result catch return .{ .ready = error.PingLost };
-                self.pong.send(value + 1) catch return .{ .ready = error.PongLost };
+                self.ping.deinit();
+                const value = result catch return self.finish(error.PingLost);
+                self.pong.send(value + 1) catch return self.finish(error.PongLost);
                 return .{ .ready = null };
             },
         }
     }
 
+    fn finish(self: *Ponger, failure: TaskError) Poll(Output) {
+        self.pong.deinit(); // Closes the pong unless it was sent.
+        return .{ .ready = failure };
+    }
+
     pub fn cancel(self: *Ponger) void {
         if (self.receiving) |*receiving| receiving.cancel();
         self.receiving = null;
+        self.ping.deinit();
+        self.pong.deinit();
     }
 };
 
-/// The pinger of one ping_pong round (the shape of Tokio's `ping_pong` bench): both oneshots
-/// live in this task (ampere's oneshot needs no allocation; Tokio allocates each); spawn the
-/// ponger, send the value, await the reply, then await the ponger's handle.
+/// The pinger of one ping_pong round (the shape of Tokio's `ping_pong` bench): the state of
+/// both oneshots lives in this task (ampere's oneshot needs no allocation; Tokio allocates
+/// each); spawn the ponger with the ping's receiver and the pong's sender, send the value,
+/// await the reply, then await the ponger's handle.
 const Pinger = struct {
     pub const Output = TaskResult;
     value: u64,
@@ -849,6 +902,7 @@ const Pinger = struct {
     pong: Oneshot = Oneshot.init(),
     phase: enum { start, reply, ponger } = .start,
     ponger: JoinHandle(?TaskError) = undefined,
+    pong_rx: Oneshot.Receiver = undefined,
     receiving: Oneshot.RecvFuture = undefined,
     reply: u64 = 0,
 
@@ -856,15 +910,18 @@ const Pinger = struct {
         while (true) {
             switch (self.phase) {
                 .start => {
-                    self.ponger = ampere.spawn(Ponger{ .ping = &self.ping, .pong = &self.pong }) catch
+                    var ping_tx, const ping_rx = self.ping.split();
+                    const pong_tx, self.pong_rx = self.pong.split();
+                    self.ponger = ampere.spawn(Ponger{ .ping = ping_rx, .pong = pong_tx }) catch
                         return TaskResult.fail(error.SpawnFailed);
-                    self.ping.send(self.value) catch return TaskResult.fail(error.PingLost);
-                    self.receiving = self.pong.recv();
+                    ping_tx.send(self.value) catch return TaskResult.fail(error.PingLost);
+                    self.receiving = self.pong_rx.recv();
                     self.phase = .reply;
                 },
                 .reply => switch (self.receiving.poll(cx)) {
                     .pending => return .pending,
                     .ready => |result| {
+                        self.pong_rx.deinit();
                         self.reply = result catch return TaskResult.fail(error.PongLost);
                         self.phase = .ponger;
                     },
@@ -874,6 +931,9 @@ const Pinger = struct {
                     .ready => |output| {
                         const ponger_failure = output catch return TaskResult.fail(error.JoinFailed);
                         if (ponger_failure) |err| return TaskResult.fail(err);
+                        // Both halves of both channels are finished: the states may go.
+                        self.ping.deinit();
+                        self.pong.deinit();
                         return TaskResult.ok(self.reply);
                     },
                 },
@@ -929,12 +989,13 @@ pub fn pingPong(ctx: *Ctx) Error!void {
 }
 
 /// One link of chained_spawn: with `remaining` links left, spawn the next (its handle is
-/// detached) or, at the end of the chain, send the chain's length on `done`.
+/// detached), moving the oneshot sender `done` into it (Rust: `done` moves down the chain), or,
+/// at the end of the chain, send the chain's length on it.
 const Link = struct {
     pub const Output = void;
     remaining: u64,
     depth: u64,
-    done: *Oneshot,
+    done: Oneshot.Sender,
 
     pub fn poll(self: *Link, cx: *Context) Poll(void) {
         _ = cx;
@@ -942,22 +1003,29 @@ const Link = struct {
             self.done.send(self.depth) catch {};
         } else {
             var next = ampere.spawn(Link{ .remaining = self.remaining - 1, .depth = self.depth + 1, .done = self.done }) catch {
-                self.done.closeSender(); // the driver then fails instead of waiting forever
+                self.done.deinit(); // the driver then fails instead of waiting forever
                 return .{ .ready = {} };
             };
             next.detach();
         }
         return .{ .ready = {} };
     }
+
+    pub fn cancel(self: *Link) void {
+        // A link cancelled at shutdown before it ran: the sender is still here.
+        self.done.deinit();
+    }
 };
 
 /// chained_spawn: the driver spawns task 1; task k spawns task k + 1 until chain_length tasks
-/// ran; the last sends its depth on a oneshot (re-initialised before timing) that the driver
-/// awaits. Check: depth = chain_length.
+/// ran; the last sends its depth on a oneshot (made and split before timing; Rust: created
+/// before timing) that the driver awaits. Check: depth = chain_length.
 const ChainBench = struct {
     pub const Result = void;
     length: u64,
     done: Oneshot = Oneshot.init(),
+    done_tx: Oneshot.Sender = .{ .channel = null },
+    done_rx: Oneshot.Receiver = .{ .channel = null },
     receiving: ?Oneshot.RecvFuture = null,
     depth: ?u64 = null,
 
@@ -970,14 +1038,17 @@ const ChainBench = struct {
     }
 
     pub fn setup(self: *ChainBench, _: *Ctx) Error!void {
+        self.done.deinit(); // Asserts the previous iteration's halves are finished.
         self.done = Oneshot.init();
+        self.done_tx, self.done_rx = self.done.split();
         self.receiving = null;
         self.depth = null;
     }
 
     /// Rust: `chain_link(length, 0, done_tx)` called by the driver spawns the task (length-1, 1).
     pub fn spawnRound(self: *ChainBench, _: u64, _: []JoinHandle(Result)) Runtime.SpawnError!usize {
-        var first = try ampere.spawn(Link{ .remaining = self.length - 1, .depth = 1, .done = &self.done });
+        var first = try ampere.spawn(Link{ .remaining = self.length - 1, .depth = 1, .done = self.done_tx });
+        self.done_tx = .{ .channel = null }; // Moved into the chain.
         first.detach();
         return 0;
     }
@@ -987,12 +1058,13 @@ const ChainBench = struct {
     }
 
     pub fn pollFinish(self: *ChainBench, cx: *Context) Poll(void) {
-        if (self.receiving == null) self.receiving = self.done.recv();
+        if (self.receiving == null) self.receiving = self.done_rx.recv();
         switch (self.receiving.?.poll(cx)) {
             .pending => return .pending,
             .ready => |result| {
                 self.receiving = null;
                 self.depth = result catch null;
+                self.done_rx.deinit();
                 return .{ .ready = {} };
             },
         }
@@ -1003,7 +1075,10 @@ const ChainBench = struct {
         try ctx.expectEq("chain depth", depth, self.length);
     }
 
-    pub fn deinit(_: *ChainBench) void {}
+    pub fn deinit(self: *ChainBench) void {
+        self.done_tx.deinit(); // Only if a spawn failed and it was never moved.
+        self.done_rx.deinit();
+    }
 };
 
 pub fn chainedSpawn(ctx: *Ctx) Error!void {

@@ -2,15 +2,19 @@
 //!
 //! Topology: a runtime with 1 worker (`harness.Runtimes.echo`), driven from the main thread
 //! with `rt.blockOn(driver)`. Per parameter (batch size n, payload size), created untimed: a
-//! bounded channel of capacity 2·n carrying `Request{payload, *Oneshot reply}` and, on the
-//! driver's first poll, one long-lived echo task that answers every request.
+//! bounded channel of capacity 2·n carrying `Request{payload, reply sender}` and, on the
+//! driver's first poll, one long-lived echo task that owns the receiver and answers every
+//! request.
 //!
-//! One sample = one batch: `markStart`; spawn n caller tasks; each takes its payload
-//! (`Kind.take`: a copy of a prebuilt value where stated), sends it with a fresh oneshot
-//! (inside the caller task: ampere's oneshot needs no allocation, Tokio's allocates), awaits
-//! the reply, checks length and checksum (first, middle, last byte), frees the reply; the
-//! driver awaits the n handles in spawn order; `mark.stop`. After the last batch the driver
-//! closes the channel (Rust: the last sender clone is dropped) and awaits the echo task.
+//! One sample = one batch: the n callers' sender clones are made before `markStart` (Rust:
+//! `tx.clone()` per caller, also untimed); `markStart`; spawn n caller tasks; each takes its
+//! payload (`Kind.take`: a copy of a prebuilt value where stated), sends it with the sender
+//! half of a fresh oneshot (whose state lives inside the caller task: ampere's oneshot needs
+//! no allocation, Tokio's allocates), awaits the reply, checks length and checksum (first,
+//! middle, last byte), frees the reply and gives its channel sender up (Rust: drops its
+//! clone); the driver awaits the n handles in spawn order; `mark.stop`. After the last batch
+//! the driver gives its own sender up, the last one, so the channel closes (Rust: drops `tx`),
+//! and awaits the echo task, which gives the receiver up; that frees the channel.
 //!
 //! Payload kinds (allocations through the counting allocator):
 //! - f64: 42.0, copied both ways;
@@ -151,32 +155,35 @@ pub const SharedKind = if (has_shared) struct {
 } else void;
 
 fn Request(comptime V: type) type {
-    return struct { payload: V, reply: *ampere.channel.Oneshot(V) };
+    return struct { payload: V, reply: ampere.channel.Oneshot(V).Sender };
 }
 
-/// The long-lived echo task: answers until the channel is closed; returns the number of
+/// The long-lived echo task: answers until every sender is gone; returns the number of
 /// requests answered.
 fn EchoTask(comptime K: type) type {
     const Channel = ampere.channel.Bounded(Request(K.Value));
     return struct {
         const Self = @This();
         pub const Output = u64;
-        channel: *Channel,
+        rx: Channel.Receiver,
         allocator: Allocator,
         answered: u64 = 0,
         receiving: ?Channel.RecvFuture = null,
 
         pub fn poll(self: *Self, cx: *Context) Poll(u64) {
             while (true) {
-                if (self.receiving == null) self.receiving = self.channel.recv();
+                if (self.receiving == null) self.receiving = self.rx.recv();
                 switch (self.receiving.?.poll(cx)) {
                     .pending => return .pending,
                     .ready => |result| {
                         self.receiving = null;
-                        const request = result catch return .{ .ready = self.answered }; // closed: done
+                        var request = result catch {
+                            self.rx.deinit(); // Closed: the last handle, frees the channel.
+                            return .{ .ready = self.answered };
+                        };
                         const answer = K.reply(&request.payload, self.allocator) catch {
                             K.drop(request.payload, self.allocator);
-                            request.reply.closeSender();
+                            request.reply.deinit(); // The caller gets error.Closed.
                             continue;
                         };
                         K.drop(request.payload, self.allocator);
@@ -193,12 +200,13 @@ fn EchoTask(comptime K: type) type {
         pub fn cancel(self: *Self) void {
             if (self.receiving) |*receiving| receiving.cancel();
             self.receiving = null;
+            self.rx.deinit();
         }
     };
 }
 
-/// One caller: take the payload, send it with a fresh oneshot, await the reply, check it,
-/// free it. Output: whether the reply was right.
+/// One caller: take the payload, send it with the sender half of a fresh oneshot, await the
+/// reply, check it, free it, give the channel sender up. Output: whether the reply was right.
 fn Caller(comptime K: type) type {
     const V = K.Value;
     const Channel = ampere.channel.Bounded(Request(V));
@@ -207,10 +215,13 @@ fn Caller(comptime K: type) type {
         const Self = @This();
         pub const Output = bool;
         kind: *const K,
-        channel: *Channel,
+        tx: Channel.Sender,
         allocator: Allocator,
         index: u64,
+        /// The reply's state, inside this task: it outlives both halves (the echo task's
+        /// sender is finished when the reply, or its error.Closed, arrives).
         reply: Oneshot = Oneshot.init(),
+        reply_rx: Oneshot.Receiver = .{ .channel = null },
         phase: enum { start, send, receive, done } = .start,
         sending: Channel.SendFuture = undefined,
         receiving: Oneshot.RecvFuture = undefined,
@@ -219,29 +230,33 @@ fn Caller(comptime K: type) type {
             while (true) {
                 switch (self.phase) {
                     .start => {
-                        const payload = self.kind.take(self.index, self.allocator) catch return .{ .ready = false };
-                        self.sending = self.channel.send(.{ .payload = payload, .reply = &self.reply });
+                        const payload = self.kind.take(self.index, self.allocator) catch return self.finish(false);
+                        const reply_tx, self.reply_rx = self.reply.split();
+                        self.sending = self.tx.send(.{ .payload = payload, .reply = reply_tx });
                         self.phase = .send;
                     },
                     .send => switch (self.sending.poll(cx)) {
                         .pending => return .pending,
                         .ready => |result| {
                             result catch {
-                                if (self.sending.takeBack()) |request| K.drop(request.payload, self.allocator);
-                                return .{ .ready = false };
+                                if (self.sending.takeBack()) |request| {
+                                    K.drop(request.payload, self.allocator);
+                                    var reply_tx = request.reply;
+                                    reply_tx.deinit();
+                                }
+                                return self.finish(false);
                             };
-                            self.receiving = self.reply.recv();
+                            self.receiving = self.reply_rx.recv();
                             self.phase = .receive;
                         },
                     },
                     .receive => switch (self.receiving.poll(cx)) {
                         .pending => return .pending,
                         .ready => |result| {
-                            self.phase = .done;
-                            const answer = result catch return .{ .ready = false };
+                            const answer = result catch return self.finish(false);
                             const ok = self.kind.check(self.index, &answer);
                             K.drop(answer, self.allocator);
-                            return .{ .ready = ok };
+                            return self.finish(ok);
                         },
                     },
                     .done => unreachable, // Polled after completion.
@@ -249,20 +264,34 @@ fn Caller(comptime K: type) type {
             }
         }
 
+        /// Gives both handles up (Rust: the caller's `tx` clone and `reply_rx` are dropped
+        /// when its future completes).
+        fn finish(self: *Self, ok: bool) Poll(bool) {
+            self.phase = .done;
+            self.reply_rx.deinit();
+            self.tx.deinit();
+            return .{ .ready = ok };
+        }
+
         /// Unlinks whatever the caller waits on. While sending, the request is taken back and
-        /// its payload freed. While receiving, the echo task holds the request and may still
-        /// reply into `reply`, which lives in this task: the benchmark never aborts callers,
-        /// and at runtime shutdown the echo task is cancelled before it could reply.
+        /// its payload freed. While receiving, the echo task holds the reply's sender and may
+        /// still reply into `reply`, which lives in this task: the benchmark never aborts
+        /// callers, and at runtime shutdown the echo task is cancelled before it could reply.
         pub fn cancel(self: *Self) void {
             switch (self.phase) {
-                .start, .done => {},
+                .done => return,
+                .start => {},
                 .send => {
                     self.sending.cancel();
-                    if (self.sending.takeBack()) |request| K.drop(request.payload, self.allocator);
+                    if (self.sending.takeBack()) |request| {
+                        K.drop(request.payload, self.allocator);
+                        var reply_tx = request.reply;
+                        reply_tx.deinit();
+                    }
                 },
                 .receive => self.receiving.cancel(),
             }
-            self.phase = .done;
+            _ = self.finish(false);
         }
     };
 }
@@ -279,7 +308,12 @@ fn EchoDriver(comptime K: type) type {
         pub const Output = DriverResult;
         ctx: *Ctx,
         kind: *const K,
-        channel: *Channel,
+        /// The driver's own sender (Rust: `tx`); its `deinit` after the batches closes the
+        /// channel. `rx` moves into the echo task on the first poll.
+        tx: Channel.Sender,
+        rx: ?Channel.Receiver,
+        /// The callers' sender clones of the next batch, made before `markStart`.
+        senders: []Channel.Sender,
         handles: []JoinHandle(bool),
         n: u64,
         warmup: u64,
@@ -297,8 +331,9 @@ fn EchoDriver(comptime K: type) type {
             while (true) {
                 switch (self.phase) {
                     .start => {
-                        self.echo = ampere.spawn(EchoTask(K){ .channel = self.channel, .allocator = allocator }) catch
+                        self.echo = ampere.spawn(EchoTask(K){ .rx = self.rx.?, .allocator = allocator }) catch
                             return self.abandon("cannot spawn the echo task", .{});
+                        self.rx = null; // Moved into the echo task.
                         self.phase = .spawn;
                     },
                     .spawn => {
@@ -308,12 +343,13 @@ fn EchoDriver(comptime K: type) type {
                         }
                         self.failures = 0;
                         self.joined = 0;
+                        for (self.senders) |*sender| sender.* = self.tx.clone();
                         self.ctx.metricsBegin();
                         self.mark = self.ctx.markStart();
-                        for (self.handles, 0..) |*handle, i| {
+                        for (self.handles, self.senders, 0..) |*handle, sender, i| {
                             handle.* = ampere.spawn(Caller(K){
                                 .kind = self.kind,
-                                .channel = self.channel,
+                                .tx = sender,
                                 .allocator = allocator,
                                 .index = self.batch * self.n + i,
                             }) catch return self.abandon("cannot spawn a caller task", .{});
@@ -362,9 +398,10 @@ fn EchoDriver(comptime K: type) type {
             }
         }
 
-        /// Rust drops the last sender; here the channel is closed, so the echo task ends.
+        /// The driver's sender is the last one (every caller gave its clone up): the channel
+        /// closes and the echo task ends (Rust: `drop(tx)`).
         fn finishBatches(self: *Self) void {
-            self.channel.close();
+            self.tx.deinit();
             self.phase = .finish;
         }
 
@@ -379,27 +416,26 @@ fn EchoDriver(comptime K: type) type {
 pub fn runEcho(ctx: *Ctx, rt: *ampere.Runtime, comptime K: type, kind: *const K, n: u64, warmup: u64, batches: u64) Error!void {
     const allocator = ctx.allocator();
     const Channel = ampere.channel.Bounded(Request(K.Value));
-    // On the heap: the channel's cache-line alignment and its address must stay stable.
-    const channel = allocator.create(Channel) catch return ctx.fail("out of memory", .{});
-    channel.* = Channel.init(allocator, @intCast(2 * n)) catch {
-        allocator.destroy(channel);
+    const tx, const rx = Channel.init(allocator, @intCast(2 * n)) catch
         return ctx.fail("out of memory creating the channel", .{});
-    };
     const handles = allocator.alloc(JoinHandle(bool), @intCast(n)) catch return ctx.fail("out of memory", .{});
+    const senders = allocator.alloc(Channel.Sender, @intCast(n)) catch return ctx.fail("out of memory", .{});
     const result = rt.blockOn(EchoDriver(K){
         .ctx = ctx,
         .kind = kind,
-        .channel = channel,
+        .tx = tx,
+        .rx = rx,
+        .senders = senders,
         .handles = handles,
         .n = n,
         .warmup = warmup,
         .batches = batches,
     });
-    // Tasks may still refer to the channel and handles unless the echo task was joined.
+    // Tasks may still refer to the handle arrays unless the echo task was joined. The channel
+    // is freed by its last handle (the echo task's receiver).
     if (!result.echo_joined) return error.BenchmarkFailed;
-    channel.deinit();
-    allocator.destroy(channel);
     allocator.free(handles);
+    allocator.free(senders);
     if (!result.passed) return error.BenchmarkFailed;
 }
 

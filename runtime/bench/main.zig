@@ -65,6 +65,8 @@ const benches = [_]Bench{
     micro(2, "oneshot", sync_tiers.oneshot),
     micro(2, "broadcast", sync_tiers.broadcast),
     micro(2, "watch", sync_tiers.watch),
+    micro(2, "watch_rc", sync_tiers.watchRc),
+    micro(2, "broadcast_rc", sync_tiers.broadcastRc),
     micro(3, "channel_mpmc", async_tiers.channelMpmc),
     micro(3, "channel_mpsc", async_tiers.channelMpsc),
     micro(3, "mutex_contended", async_tiers.mutexContended),
@@ -112,7 +114,7 @@ fn microOps(name: []const u8, c: *const Constants) u64 {
     if (eql(u8, name, "yield_many")) return c.yield_tasks * c.yield_per_task;
     if (eql(u8, name, "ping_pong")) return c.ping_pong_rounds;
     if (eql(u8, name, "chained_spawn")) return c.chain_length;
-    const channel_benches = [_][]const u8{ "channel_send", "channel_recv", "channel_roundtrip", "oneshot", "broadcast", "watch" };
+    const channel_benches = [_][]const u8{ "channel_send", "channel_recv", "channel_roundtrip", "oneshot", "broadcast", "watch", "watch_rc", "broadcast_rc" };
     for (channel_benches) |channel| if (eql(u8, name, channel)) return c.channel_ops;
     return c.sync_ops;
 }
@@ -374,7 +376,7 @@ test "list, json and table" {
     defer aw.deinit();
     try testing.expectEqual(@as(u8, 0), runArgs(&counting, "--quick --list", &aw.writer).code);
     try testing.expect(std.mem.startsWith(u8, aw.written(), "micro 0 floor_cas_store\nmicro 0 floor_fetch_add\nmicro 1 mutex\n"));
-    try testing.expectEqual(@as(usize, 27), std.mem.count(u8, aw.written(), "\n")); // the micro suite
+    try testing.expectEqual(@as(usize, 29), std.mem.count(u8, aw.written(), "\n")); // the micro suite
     aw.clearRetainingCapacity();
     try testing.expectEqual(@as(u8, 0), runArgs(&counting, "--quick --json --filter fetch", &aw.writer).code);
     const parsed = try std.json.parseFromSlice(std.json.Value, testing.allocator, aw.written(), .{});
@@ -383,7 +385,7 @@ test "list, json and table" {
     try testing.expectEqual(@as(i64, 2000), entry.get("ops_per_iter").?.integer);
     aw.clearRetainingCapacity();
     try testing.expectEqual(@as(u8, 0), runArgs(&counting, "--quick --set sync_ops=10 --set channel_ops=10 --set num_workers=2", &aw.writer).code);
-    try testing.expect(std.mem.indexOf(u8, aw.written(), "(27 benchmarks, runtime ampere)") != null);
+    try testing.expect(std.mem.indexOf(u8, aw.written(), "(29 benchmarks, runtime ampere)") != null);
 }
 
 test "the net suite lists its cases in canonical order (same as the Rust side)" {
@@ -600,6 +602,8 @@ test "ops follow the README table" {
     const c = try Constants.load(testing.allocator, "full", &diag);
     try testing.expectEqual(@as(u64, 1_000_000), microOps("mutex", &c));
     try testing.expectEqual(@as(u64, 100_000), microOps("watch", &c));
+    try testing.expectEqual(@as(u64, 100_000), microOps("watch_rc", &c));
+    try testing.expectEqual(@as(u64, 100_000), microOps("broadcast_rc", &c));
     try testing.expectEqual(@as(u64, 10_002), microOps("rwlock_contended", &c));
     try testing.expectEqual(@as(u64, 1_000), microOps("task_spawn_batch", &c));
     try testing.expectEqual(@as(u64, 200_000), microOps("yield_many", &c));

@@ -9,7 +9,9 @@
 //!
 //! Tiers 1 and 2 use `ampere.sync` and `ampere.channel`; channels take the counting allocator
 //! (`ctx.allocator()`), created before the timed bracket. Rust's drop of a guard or permit is
-//! the matching unlock/release call here.
+//! the matching unlock/release call here; Rust's drop of a channel half is the handle's
+//! `deinit`, at the same place (after `mark.stop()` where Rust drops at the end of the
+//! iteration's closure).
 
 const std = @import("std");
 const builtin = @import("builtin");
@@ -18,6 +20,7 @@ const harness = @import("harness.zig");
 
 const sync = ampere.sync;
 const channel = ampere.channel;
+const RcBuffer = ampere.RcBuffer;
 const Context = ampere.Context;
 const Waker = ampere.Waker;
 
@@ -291,7 +294,7 @@ pub fn barrier(ctx: *Ctx) Error!void {
 
 const Channel = channel.Bounded(u64);
 
-fn boundedChannel(ctx: *Ctx, capacity: u64) Error!Channel {
+fn boundedChannel(ctx: *Ctx, capacity: u64) Error!Channel.Pair {
     return Channel.init(ctx.allocator(), @intCast(capacity)) catch ctx.fail("out of memory creating a channel", .{});
 }
 
@@ -302,13 +305,14 @@ pub fn channelSend(ctx: *Ctx) Error!void {
     const ops = c.channel_ops;
     var k: u64 = 0;
     while (k < c.warmup + c.iterations) : (k += 1) {
-        var ch = try boundedChannel(ctx, ops);
-        defer ch.deinit();
+        var tx, var rx = try boundedChannel(ctx, ops);
+        defer rx.deinit();
+        defer tx.deinit();
         var sent: u64 = 0;
         const mark = ctx.markStart();
         var i: u64 = 0;
         while (i < ops) : (i += 1) {
-            if (blackBox(&ch).trySend(i)) |_| {
+            if (blackBox(&tx).trySend(i)) |_| {
                 sent += 1;
             } else |_| {}
         }
@@ -316,7 +320,7 @@ pub fn channelSend(ctx: *Ctx) Error!void {
         try ctx.expectEq("successful trySend calls", sent, ops);
         var sum: u64 = 0;
         var received: u64 = 0;
-        while (ch.tryRecv()) |v| {
+        while (rx.tryRecv()) |v| {
             sum += v;
             received += 1;
         } else |_| {}
@@ -333,18 +337,19 @@ pub fn channelRecv(ctx: *Ctx) Error!void {
     const ops = c.channel_ops;
     var k: u64 = 0;
     while (k < c.warmup + c.iterations) : (k += 1) {
-        var ch = try boundedChannel(ctx, ops);
-        defer ch.deinit();
+        var tx, var rx = try boundedChannel(ctx, ops);
+        defer rx.deinit();
+        defer tx.deinit();
         var fill: u64 = 0;
         while (fill < ops) : (fill += 1) {
-            ch.trySend(fill) catch |err| return ctx.fail("pre-fill failed: {s}", .{@errorName(err)});
+            tx.trySend(fill) catch |err| return ctx.fail("pre-fill failed: {s}", .{@errorName(err)});
         }
         var sum: u64 = 0;
         var received: u64 = 0;
         const mark = ctx.markStart();
         var i: u64 = 0;
         while (i < ops) : (i += 1) {
-            if (blackBox(&ch).tryRecv()) |v| {
+            if (blackBox(&rx).tryRecv()) |v| {
                 sum += v;
                 received += 1;
             } else |_| {}
@@ -363,14 +368,15 @@ pub fn channelRoundtrip(ctx: *Ctx) Error!void {
     const ops = c.channel_ops;
     var k: u64 = 0;
     while (k < c.warmup + c.iterations) : (k += 1) {
-        var ch = try boundedChannel(ctx, 1);
-        defer ch.deinit();
+        var tx, var rx = try boundedChannel(ctx, 1);
+        defer rx.deinit();
+        defer tx.deinit();
         var matched: u64 = 0;
         const mark = ctx.markStart();
         var i: u64 = 0;
         while (i < ops) : (i += 1) {
-            blackBox(&ch).trySend(i) catch {};
-            if (blackBox(&ch).tryRecv()) |v| {
+            blackBox(&tx).trySend(i) catch {};
+            if (blackBox(&rx).tryRecv()) |v| {
                 if (v == i) matched += 1;
             } else |_| {}
         }
@@ -380,8 +386,9 @@ pub fn channelRoundtrip(ctx: *Ctx) Error!void {
     }
 }
 
-/// One op: create a oneshot, `send(i)`, `tryRecv()` which must return i. (ampere's oneshot is
-/// a plain value on the stack; Tokio's allocates its shared state: see the fairness table.)
+/// One op: create a oneshot and split it, `send(i)`, `tryRecv()` which must return i, give
+/// both halves up (Rust: drop). (ampere's oneshot state is a plain value on the stack; Tokio's
+/// allocates its shared state: see the fairness table.)
 pub fn oneshot(ctx: *Ctx) Error!void {
     const c = ctx.constants;
     const ops = c.channel_ops;
@@ -391,11 +398,14 @@ pub fn oneshot(ctx: *Ctx) Error!void {
         const mark = ctx.markStart();
         var i: u64 = 0;
         while (i < ops) : (i += 1) {
-            var ch = channel.Oneshot(u64).init();
-            ch.send(i) catch {};
-            if (blackBox(&ch).tryRecv()) |v| {
+            var state = channel.Oneshot(u64).init();
+            var tx, var rx = state.split();
+            tx.send(i) catch {};
+            if (blackBox(&rx).tryRecv()) |v| {
                 if (v == i) matched += 1;
             } else |_| {}
+            rx.deinit();
+            state.deinit();
         }
         const sample = mark.stop();
         try ctx.expectEq("oneshot values received", matched, ops);
@@ -413,15 +423,18 @@ pub fn broadcast(ctx: *Ctx) Error!void {
     const c = ctx.constants;
     const ops = c.channel_ops;
     const receiver_count: usize = @intCast(c.broadcast_receivers);
-    if (receiver_count > broadcast_receivers_max) {
-        return ctx.fail("broadcast_receivers = {d}, at most {d} supported", .{ receiver_count, broadcast_receivers_max });
+    if (receiver_count == 0 or receiver_count > broadcast_receivers_max) {
+        return ctx.fail("broadcast_receivers = {d}, 1 to {d} supported", .{ receiver_count, broadcast_receivers_max });
     }
     const Broadcast = channel.Broadcast(u64);
-    var tx = Broadcast.init(ctx.allocator(), @intCast(c.broadcast_capacity)) catch
+    var tx, const first = Broadcast.init(ctx.allocator(), @intCast(c.broadcast_capacity)) catch
         return ctx.fail("out of memory creating the channel", .{});
     defer tx.deinit();
     var receivers: [broadcast_receivers_max]Broadcast.Receiver = undefined;
-    for (receivers[0..receiver_count]) |*rx| rx.* = tx.subscribe();
+    const active = receivers[0..receiver_count];
+    active[0] = first;
+    for (active[1..]) |*rx| rx.* = tx.subscribe();
+    defer for (active) |*rx| rx.deinit();
     var k: u64 = 0;
     while (k < c.warmup + c.iterations) : (k += 1) {
         var matched: u64 = 0;
@@ -429,7 +442,7 @@ pub fn broadcast(ctx: *Ctx) Error!void {
         var i: u64 = 0;
         while (i < ops) : (i += 1) {
             _ = blackBox(&tx).send(i) catch {};
-            for (receivers[0..receiver_count]) |*rx| {
+            for (active) |*rx| {
                 if (rx.tryRecv()) |v| {
                     if (v == i) matched += 1;
                 } else |_| {}
@@ -446,9 +459,10 @@ pub fn broadcast(ctx: *Ctx) Error!void {
 pub fn watch(ctx: *Ctx) Error!void {
     const c = ctx.constants;
     const ops = c.channel_ops;
-    var tx = channel.Watch(u64).init(std.math.maxInt(u64));
+    var tx, var rx = channel.Watch(u64).init(ctx.allocator(), std.math.maxInt(u64)) catch
+        return ctx.fail("out of memory creating the channel", .{});
+    defer rx.deinit();
     defer tx.deinit();
-    var rx = tx.subscribe();
     var k: u64 = 0;
     while (k < c.warmup + c.iterations) : (k += 1) {
         var matched: u64 = 0;
@@ -460,6 +474,124 @@ pub fn watch(ctx: *Ctx) Error!void {
         }
         const sample = mark.stop();
         try ctx.expectEq("latest values seen", matched, ops);
+        ctx.record(k, c.warmup, sample);
+    }
+}
+
+/// Bytes of the payload of `watch_rc` and `broadcast_rc`: a reference-counted buffer
+/// (`RcBuffer` here, `Arc<[u8]>` on the Rust side), cloned once per send and once per
+/// receiver that reads it.
+pub const rc_payload_bytes = 64;
+
+/// The two prebuilt payloads of the `_rc` rows: buffer j holds `rc_payload_bytes` bytes of
+/// value j + 1; op i sends buffer i mod 2, so a stale value fails the check.
+const RcPayloads = struct {
+    buffers: [2]*RcBuffer,
+
+    fn init(ctx: *Ctx) Error!RcPayloads {
+        var buffers: [2]*RcBuffer = undefined;
+        for (&buffers, 0..) |*buffer, j| {
+            buffer.* = RcBuffer.create(ctx.allocator(), rc_payload_bytes) catch {
+                for (buffers[0..j]) |made| made.release();
+                return ctx.fail("out of memory creating the payloads", .{});
+            };
+            @memset(buffer.*.bytesMut(), @intCast(j + 1));
+        }
+        return .{ .buffers = buffers };
+    }
+
+    fn deinit(self: *RcPayloads) void {
+        for (self.buffers) |buffer| buffer.release();
+    }
+
+    fn expected(self: *const RcPayloads, i: u64) *RcBuffer {
+        return self.buffers[@intCast(i & 1)];
+    }
+
+    /// Pointer identity and the first byte (read through the pointer, as Rust's `got[0]`).
+    fn matches(got: *const RcBuffer, want: *const RcBuffer, i: u64) bool {
+        return got == want and got.bytes()[0] == @as(u8, @intCast((i & 1) + 1));
+    }
+};
+
+/// Like `watch`, with a 64-byte reference-counted payload: one op is `send(clone of buffer
+/// i mod 2)` (the channel releases the value it replaces), then `borrow()`, which is the
+/// receiver's own clone and must be that buffer, released at once (Rust:
+/// `borrow_and_update().clone()`, dropped). After the loop each buffer has exactly the
+/// references it should: ours, plus the channel's on the last one sent.
+pub fn watchRc(ctx: *Ctx) Error!void {
+    const c = ctx.constants;
+    const ops = c.channel_ops;
+    var payloads = try RcPayloads.init(ctx);
+    defer payloads.deinit();
+    var tx, var rx = channel.Watch(*RcBuffer).init(ctx.allocator(), payloads.buffers[1].clone()) catch
+        return ctx.fail("out of memory creating the channel", .{});
+    defer rx.deinit();
+    defer tx.deinit();
+    var k: u64 = 0;
+    while (k < c.warmup + c.iterations) : (k += 1) {
+        var matched: u64 = 0;
+        const mark = ctx.markStart();
+        var i: u64 = 0;
+        while (i < ops) : (i += 1) {
+            const want = payloads.expected(i);
+            const value = want.clone();
+            blackBox(&tx).send(value) catch value.release();
+            const got = blackBox(&rx).borrow();
+            if (RcPayloads.matches(got, want, i)) matched += 1;
+            got.release();
+        }
+        const sample = mark.stop();
+        try ctx.expectEq("latest values seen", matched, ops);
+        try ctx.expectEq("references to the last buffer sent", payloads.expected(ops -% 1).refCount(), 2);
+        try ctx.expectEq("references to the other buffer", payloads.expected(ops).refCount(), 1);
+        ctx.record(k, c.warmup, sample);
+    }
+}
+
+/// Like `broadcast`, with a 64-byte reference-counted payload: one op is `send(clone of
+/// buffer i mod 2)`, then `tryRecv()` on each receiver, each the receiver's own clone, which
+/// must be that buffer and is released at once. After the loop every value was read by every
+/// receiver, so the channel holds no reference (its last reader released it): each buffer has
+/// only ours.
+pub fn broadcastRc(ctx: *Ctx) Error!void {
+    const c = ctx.constants;
+    const ops = c.channel_ops;
+    const receiver_count: usize = @intCast(c.broadcast_receivers);
+    if (receiver_count == 0 or receiver_count > broadcast_receivers_max) {
+        return ctx.fail("broadcast_receivers = {d}, 1 to {d} supported", .{ receiver_count, broadcast_receivers_max });
+    }
+    var payloads = try RcPayloads.init(ctx);
+    defer payloads.deinit();
+    const Broadcast = channel.Broadcast(*RcBuffer);
+    var tx, const first = Broadcast.init(ctx.allocator(), @intCast(c.broadcast_capacity)) catch
+        return ctx.fail("out of memory creating the channel", .{});
+    defer tx.deinit();
+    var receivers: [broadcast_receivers_max]Broadcast.Receiver = undefined;
+    const active = receivers[0..receiver_count];
+    active[0] = first;
+    for (active[1..]) |*rx| rx.* = tx.subscribe();
+    defer for (active) |*rx| rx.deinit();
+    var k: u64 = 0;
+    while (k < c.warmup + c.iterations) : (k += 1) {
+        var matched: u64 = 0;
+        const mark = ctx.markStart();
+        var i: u64 = 0;
+        while (i < ops) : (i += 1) {
+            const want = payloads.expected(i);
+            const value = want.clone();
+            _ = blackBox(&tx).send(value) catch value.release();
+            for (active) |*rx| {
+                if (rx.tryRecv()) |got| {
+                    if (RcPayloads.matches(got, want, i)) matched += 1;
+                    got.release();
+                } else |_| {}
+            }
+        }
+        const sample = mark.stop();
+        try ctx.expectEq("values received by all receivers", matched, ops * receiver_count);
+        try ctx.expectEq("references to buffer 1", payloads.buffers[0].refCount(), 1);
+        try ctx.expectEq("references to buffer 2", payloads.buffers[1].refCount(), 1);
         ctx.record(k, c.warmup, sample);
     }
 }
@@ -480,8 +612,9 @@ test "every tier 0-2 benchmark passes its check" {
     const c = try tinyConstants();
     var counting = harness.CountingAllocator.init(testing.allocator);
     const benches = [_]*const fn (*Ctx) Error!void{
-        floorCasStore, floorFetchAdd, mutex,       rwlockRead,       rwlockWrite, semaphore, oncecellGet, oncecellSet,
-        notify,        barrier,       channelSend, channelRecv, channelRoundtrip, oneshot,     broadcast, watch,
+        floorCasStore, floorFetchAdd, mutex,       rwlockRead,  rwlockWrite,      semaphore, oncecellGet, oncecellSet,
+        notify,        barrier,       channelSend, channelRecv, channelRoundtrip, oneshot,   broadcast,   watch,
+        watchRc,       broadcastRc,
     };
     for (benches) |bench| {
         var samples: [2]harness.Sample = undefined;
@@ -510,11 +643,12 @@ test "a benchmark that loses values fails with a message" {
     var samples: [2]harness.Sample = undefined;
     const case = harness.Case.micro(2, "channel_send", c.channel_ops);
     var ctx = Ctx{ .constants = &c, .counting = &counting, .case = &case, .samples = &samples };
-    var ch = try Channel.init(testing.allocator, 4);
-    defer ch.deinit();
-    try ch.trySend(1);
+    var tx, var rx = try Channel.init(testing.allocator, 4);
+    defer rx.deinit();
+    defer tx.deinit();
+    try tx.trySend(1);
     var received: u64 = 0;
-    while (ch.tryRecv()) |_| received += 1 else |_| {}
+    while (rx.tryRecv()) |_| received += 1 else |_| {}
     try testing.expectError(error.BenchmarkFailed, ctx.expectEq("values in the channel", received, 2));
     try testing.expectEqualStrings("values in the channel = 1, expected 2", ctx.message());
 }

@@ -9,6 +9,10 @@
 //! Counters are monotonic atomics: they only need to be exact totals read by the thread that
 //! resets and reads them between iterations, after the workers have synchronised with it
 //! (the benchmark joins its tasks before reading), so `.monotonic` increments suffice.
+//!
+//! For leak checks in tests, `liveBytes()` is the number of bytes allocated through this
+//! allocator and not freed yet (allocations, growths and shrinks, minus frees); `reset` does
+//! not change it.
 
 const std = @import("std");
 const Allocator = std.mem.Allocator;
@@ -19,6 +23,8 @@ const CountingAllocator = @This();
 inner: Allocator,
 bytes: std.atomic.Value(u64) = .init(0),
 count: std.atomic.Value(u64) = .init(0),
+/// Bytes allocated and not freed (never reset).
+live: std.atomic.Value(i64) = .init(0),
 
 pub fn init(inner: Allocator) CountingAllocator {
     return .{ .inner = inner };
@@ -32,6 +38,11 @@ pub const Snapshot = struct { bytes: u64, count: u64 };
 
 pub fn snapshot(self: *const CountingAllocator) Snapshot {
     return .{ .bytes = self.bytes.load(.monotonic), .count = self.count.load(.monotonic) };
+}
+
+/// Bytes allocated through this allocator and not freed yet.
+pub fn liveBytes(self: *const CountingAllocator) i64 {
+    return self.live.load(.monotonic);
 }
 
 pub fn reset(self: *CountingAllocator) void {
@@ -55,10 +66,15 @@ fn record(self: *CountingAllocator, len: usize) void {
     _ = self.count.fetchAdd(1, .monotonic);
 }
 
+fn track(self: *CountingAllocator, new_len: usize, old_len: usize) void {
+    _ = self.live.fetchAdd(@as(i64, @intCast(new_len)) - @as(i64, @intCast(old_len)), .monotonic);
+}
+
 fn alloc(ctx: *anyopaque, len: usize, alignment: Alignment, ret_addr: usize) ?[*]u8 {
     const self = from(ctx);
     const result = self.inner.rawAlloc(len, alignment, ret_addr) orelse return null;
     self.record(len);
+    self.track(len, 0);
     return result;
 }
 
@@ -66,6 +82,7 @@ fn resize(ctx: *anyopaque, memory: []u8, alignment: Alignment, new_len: usize, r
     const self = from(ctx);
     if (!self.inner.rawResize(memory, alignment, new_len, ret_addr)) return false;
     if (new_len > memory.len) self.record(new_len);
+    self.track(new_len, memory.len);
     return true;
 }
 
@@ -73,11 +90,14 @@ fn remap(ctx: *anyopaque, memory: []u8, alignment: Alignment, new_len: usize, re
     const self = from(ctx);
     const result = self.inner.rawRemap(memory, alignment, new_len, ret_addr) orelse return null;
     if (new_len > memory.len) self.record(new_len);
+    self.track(new_len, memory.len);
     return result;
 }
 
 fn free(ctx: *anyopaque, memory: []u8, alignment: Alignment, ret_addr: usize) void {
-    from(ctx).inner.rawFree(memory, alignment, ret_addr);
+    const self = from(ctx);
+    self.inner.rawFree(memory, alignment, ret_addr);
+    self.track(0, memory.len);
 }
 
 test "counts allocations and bytes, not frees" {
@@ -92,4 +112,9 @@ test "counts allocations and bytes, not frees" {
     try std.testing.expectEqual(@as(u64, 108), snap.bytes);
     counting.reset();
     try std.testing.expectEqual(@as(u64, 0), counting.snapshot().count);
+    try std.testing.expectEqual(@as(i64, 0), counting.liveBytes());
+    const kept = try a.alloc(u8, 10);
+    try std.testing.expectEqual(@as(i64, 10), counting.liveBytes());
+    a.free(kept);
+    try std.testing.expectEqual(@as(i64, 0), counting.liveBytes());
 }

@@ -1,9 +1,12 @@
-//! A reference-counted immutable byte buffer: the Zig counterpart of Rust's `Arc<Vec<u8>>`,
-//! used by the echo benchmark's shared-buffer sweep, where only the reference travels.
+//! A reference-counted immutable byte buffer: the Zig counterpart of Rust's `Arc<[u8]>` (and
+//! of `Arc<Vec<u8>>`), used by the echo benchmark's shared-buffer sweep, where only the
+//! reference travels, and as the payload of the `watch_rc`/`broadcast_rc` benchmarks. A
+//! `*RcBuffer` is an owned channel value (`channel/common.zig`, `Ownership`): Watch and
+//! Broadcast hand each receiver its own `clone`, and release the references they keep.
 //!
 //! One allocation holds the header (reference count, length, allocator) followed by the bytes,
-//! so creating a buffer is one allocation (`Arc<Vec<u8>>` needs two) and `bytes()` is pointer
-//! arithmetic. The bytes may be written through `bytesMut()` only while the caller holds the
+//! so creating a buffer is one allocation (like `Arc<[u8]>`; `Arc<Vec<u8>>` needs two) and
+//! `bytes()` is pointer arithmetic. The bytes may be written through `bytesMut()` only while the caller holds the
 //! sole reference (right after `create`); afterwards they are immutable and may be read from
 //! any thread.
 //!

@@ -1,5 +1,8 @@
-//! Channels: Bounded (MPMC, Vyukov ring), Oneshot, Broadcast, Watch. Buffers are allocated
-//! once at `init`; sending and receiving never allocate. See runtime/docs/channel.md.
+//! Channels: Bounded (MPMC, Vyukov ring), Oneshot, Broadcast, Watch, each used through a
+//! counted `Sender` and `Receiver` with the semantics of the Tokio type it is compared with.
+//! Bounded, Broadcast and Watch allocate their shared state once at `init` (freed by the last
+//! handle); Oneshot's state lives where the caller puts it. Sending, receiving and cloning or
+//! dropping handles never allocate. See runtime/docs/channel.md.
 
 const std = @import("std");
 

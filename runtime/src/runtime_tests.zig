@@ -915,13 +915,20 @@ test "timeout around a JoinHandle and around an error-union future" {
 
     const Oneshot = ampere.channel.Oneshot(u64);
     var sent = Oneshot.init();
-    try sent.send(3);
-    try testing.expectEqual(@as(u64, 3), try rt.blockOn(time.timeout(sent.recv(), second)));
+    var sent_tx, var sent_rx = sent.split();
+    defer sent_rx.deinit();
+    try sent_tx.send(3);
+    try testing.expectEqual(@as(u64, 3), try rt.blockOn(time.timeout(sent_rx.recv(), second)));
     var silent = Oneshot.init();
-    try testing.expectError(error.Timeout, rt.blockOn(time.timeout(silent.recv(), 2 * std.time.ns_per_ms)));
+    var silent_tx, var silent_rx = silent.split();
+    defer silent_tx.deinit();
+    defer silent_rx.deinit();
+    try testing.expectError(error.Timeout, rt.blockOn(time.timeout(silent_rx.recv(), 2 * std.time.ns_per_ms)));
     var closed = Oneshot.init();
-    closed.closeSender();
-    try testing.expectError(error.Closed, rt.blockOn(time.timeout(closed.recv(), second)));
+    var closed_tx, var closed_rx = closed.split();
+    defer closed_rx.deinit();
+    closed_tx.deinit(); // Gone without sending: the receiver gets Closed.
+    try testing.expectError(error.Closed, rt.blockOn(time.timeout(closed_rx.recv(), second)));
 }
 
 fn parkerTaken(pool: *ampere.SharedParker.Pool) bool {

@@ -89,6 +89,8 @@ fn benches() -> Vec<Bench> {
         micro(2, "oneshot", Sync(s::oneshot)),
         micro(2, "broadcast", Sync(s::broadcast)),
         micro(2, "watch", Sync(s::watch)),
+        micro(2, "watch_rc", Sync(s::watch_rc)),
+        micro(2, "broadcast_rc", Sync(s::broadcast_rc)),
         micro(3, "channel_mpmc", driver!(a::channel_mpmc)),
         micro(3, "channel_mpsc", driver!(a::channel_mpsc)),
         micro(3, "mutex_contended", driver!(a::mutex_contended)),
@@ -125,7 +127,8 @@ fn micro_ops(name: &str, c: &Constants) -> u64 {
         "yield_many" => c.yield_tasks * c.yield_per_task,
         "ping_pong" => c.ping_pong_rounds,
         "chained_spawn" => c.chain_length,
-        "channel_send" | "channel_recv" | "channel_roundtrip" | "oneshot" | "broadcast" | "watch" => c.channel_ops,
+        "channel_send" | "channel_recv" | "channel_roundtrip" | "oneshot" | "broadcast" | "watch" | "watch_rc"
+        | "broadcast_rc" => c.channel_ops,
         _ => c.sync_ops,
     }
 }
@@ -342,7 +345,7 @@ mod tests {
     #[test]
     fn canonical_list_has_every_benchmark_once() {
         let names: Vec<&str> = benches().iter().map(|b| b.name).collect();
-        assert_eq!(names.len(), 36);
+        assert_eq!(names.len(), 38);
         let mut unique = names.clone();
         unique.sort();
         unique.dedup();
@@ -353,7 +356,7 @@ mod tests {
     fn selection_by_suite_and_filter() {
         let c = Constants::load("full").unwrap();
         let micro = select(&cli::parse(&[]).unwrap(), &c);
-        assert_eq!(micro.len(), 27);
+        assert_eq!(micro.len(), 29);
         assert_eq!(micro[0].0.name, "floor_cas_store");
         let echo = select(&cli::parse(&strings("--suite echo")).unwrap(), &c);
         // 3 × 3 batch sizes + 18 bytes sizes (8 B … 1 MiB) + 7 shared sizes (8 … 512 B).
@@ -385,6 +388,8 @@ mod tests {
         let ops = |name: &str| micro_ops(name, &c);
         assert_eq!(ops("mutex"), 1_000_000);
         assert_eq!(ops("watch"), 100_000);
+        assert_eq!(ops("watch_rc"), 100_000);
+        assert_eq!(ops("broadcast_rc"), 100_000);
         assert_eq!(ops("rwlock_contended"), 10_002);
         assert_eq!(ops("task_spawn_batch"), 1_000);
         assert_eq!(ops("yield_many"), 200_000);

@@ -8,6 +8,7 @@
 
 use std::hint::black_box;
 use std::pin::pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::task::{Context, Poll, Waker};
 
@@ -348,6 +349,9 @@ pub fn oneshot(c: &Constants) -> Samples {
 pub fn broadcast(c: &Constants) -> Samples {
     let ops = c.channel_ops;
     let receivers = c.broadcast_receivers;
+    if receivers == 0 {
+        return Err("broadcast_receivers = 0, at least 1 needed".to_string());
+    }
     let (tx, first) = broadcast::channel::<u64>(c.broadcast_capacity as usize);
     let mut rxs: Vec<broadcast::Receiver<u64>> = (1..receivers).map(|_| tx.subscribe()).collect();
     rxs.push(first);
@@ -390,6 +394,87 @@ pub fn watch(c: &Constants) -> Samples {
     })
 }
 
+/// Bytes of the payload of `watch_rc` and `broadcast_rc`: a reference-counted buffer
+/// (`Arc<[u8]>` here, `RcBuffer` on the Zig side), cloned once per send and once per receiver
+/// that reads it.
+pub const RC_PAYLOAD_BYTES: usize = 64;
+
+/// The two prebuilt payloads of the `_rc` rows: buffer j holds `RC_PAYLOAD_BYTES` bytes of
+/// value j + 1; op i sends buffer i mod 2, so a stale value fails the check.
+fn rc_payloads() -> [Arc<[u8]>; 2] {
+    [Arc::from(vec![1u8; RC_PAYLOAD_BYTES]), Arc::from(vec![2u8; RC_PAYLOAD_BYTES])]
+}
+
+/// Pointer identity and the first byte (read through the pointer, as Zig's `bytes()[0]`).
+fn rc_matches(got: &Arc<[u8]>, want: &Arc<[u8]>, i: u64) -> bool {
+    Arc::ptr_eq(got, want) && got[0] == (i & 1) as u8 + 1
+}
+
+/// Like `watch`, with a 64-byte `Arc<[u8]>` payload: one op is `send(clone of buffer i mod
+/// 2)` (the channel drops the value it replaces), then `borrow_and_update().clone()` (the
+/// receiver's own clone), which must be that buffer, dropped at once. After the loop each
+/// buffer has exactly the references it should: ours, plus the channel's on the last one sent.
+pub fn watch_rc(c: &Constants) -> Samples {
+    let ops = c.channel_ops;
+    let payloads = rc_payloads();
+    let (tx, mut rx) = watch::channel::<Arc<[u8]>>(Arc::clone(&payloads[1]));
+    repeat(c.warmup, c.iterations, |_| {
+        let mut matched: u64 = 0;
+        let mark = Mark::start();
+        for i in 0..ops {
+            let want = &payloads[(i & 1) as usize];
+            let _ = black_box(&tx).send(Arc::clone(want));
+            let got = black_box(&mut rx).borrow_and_update().clone();
+            if rc_matches(&got, want, i) {
+                matched += 1;
+            }
+            drop(got);
+        }
+        let sample = mark.stop();
+        expect_eq("latest values seen", matched, ops)?;
+        expect_eq("references to the last buffer sent", Arc::strong_count(&payloads[(ops.wrapping_sub(1) & 1) as usize]), 2)?;
+        expect_eq("references to the other buffer", Arc::strong_count(&payloads[(ops & 1) as usize]), 1)?;
+        Ok(sample)
+    })
+}
+
+/// Like `broadcast`, with a 64-byte `Arc<[u8]>` payload: one op is `send(clone of buffer i
+/// mod 2)`, then `try_recv()` on each receiver, each the receiver's own clone, which must be
+/// that buffer and is dropped at once. After the loop every value was read by every receiver,
+/// so the channel holds no reference (it drops a value once its last receiver has read it):
+/// each buffer has only ours.
+pub fn broadcast_rc(c: &Constants) -> Samples {
+    let ops = c.channel_ops;
+    let receivers = c.broadcast_receivers;
+    if receivers == 0 {
+        return Err("broadcast_receivers = 0, at least 1 needed".to_string());
+    }
+    let payloads = rc_payloads();
+    let (tx, first) = broadcast::channel::<Arc<[u8]>>(c.broadcast_capacity as usize);
+    let mut rxs: Vec<broadcast::Receiver<Arc<[u8]>>> = vec![first];
+    rxs.extend((1..receivers).map(|_| tx.subscribe()));
+    repeat(c.warmup, c.iterations, |_| {
+        let mut matched: u64 = 0;
+        let mark = Mark::start();
+        for i in 0..ops {
+            let want = &payloads[(i & 1) as usize];
+            let _ = black_box(&tx).send(Arc::clone(want));
+            for rx in rxs.iter_mut() {
+                if let Ok(got) = rx.try_recv() {
+                    if rc_matches(&got, want, i) {
+                        matched += 1;
+                    }
+                }
+            }
+        }
+        let sample = mark.stop();
+        expect_eq("values received by all receivers", matched, ops * receivers)?;
+        expect_eq("references to buffer 1", Arc::strong_count(&payloads[0]), 1)?;
+        expect_eq("references to buffer 2", Arc::strong_count(&payloads[1]), 1)?;
+        Ok(sample)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -406,13 +491,14 @@ mod tests {
     #[test]
     fn every_sync_benchmark_passes_its_check() {
         let c = tiny();
-        let benches: [(&str, fn(&Constants) -> Samples); 16] = [
+        let benches: [(&str, fn(&Constants) -> Samples); 18] = [
             ("floor_cas_store", floor_cas_store), ("floor_fetch_add", floor_fetch_add),
             ("mutex", mutex), ("rwlock_read", rwlock_read), ("rwlock_write", rwlock_write),
             ("semaphore", semaphore), ("oncecell_get", oncecell_get), ("oncecell_set", oncecell_set),
             ("notify", notify), ("barrier", barrier), ("channel_send", channel_send),
             ("channel_recv", channel_recv), ("channel_roundtrip", channel_roundtrip),
             ("oneshot", oneshot), ("broadcast", broadcast), ("watch", watch),
+            ("watch_rc", watch_rc), ("broadcast_rc", broadcast_rc),
         ];
         for (name, bench) in benches {
             let samples = bench(&c).unwrap_or_else(|e| panic!("{name}: {e}"));

@@ -338,12 +338,19 @@ def wait_for(predicate, timeout_s: float = 30.0) -> bool:
 
 
 def start_sleeping_run(fakes: dict[str, Path], tmp_path: Path) -> tuple[subprocess.Popen, int, Path]:
-    """An orchestrator whose ampere program sleeps in micro/mutex, writing into .staging/."""
+    """An orchestrator whose ampere program sleeps in micro/mutex, writing into .staging/;
+    returns once the orchestrator has reported that benchmark as running."""
     pid_file = tmp_path / "child.pid"
     env = cli_env(FAKE_LOG=str(fakes["log"]), FAKE_MODE_ampere="sleep", FAKE_CHILD_PID_FILE=str(pid_file),
                   PYTHONUNBUFFERED="1")
     proc = subprocess.Popen([sys.executable, "-m", "analysis", *bench_args(fakes, "--suite", "micro", "--no-warmup")],
                             cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    for line in proc.stdout:  # the orchestrator has seen the program start micro/mutex
+        if "[ampere #0] micro/mutex ..." in line:
+            break
+    else:
+        pytest.fail(f"the orchestrator never reported micro/mutex: {proc.communicate(timeout=30)}")
     assert wait_for(lambda: pid_file.exists() and pid_file.read_text().strip()), "the fake program never started"
     child_pid = int(pid_file.read_text())
     partial = next((fakes["data"] / "runs").glob(f"*/{bench.STAGING}/ampere.0.csv.partial"))

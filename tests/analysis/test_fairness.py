@@ -1,8 +1,13 @@
-"""fairness_table: the markdown table under `## Fairness table` as a DataFrame."""
+"""fairness_table: the markdown table under `## Fairness table` as a DataFrame; like_for_like
+and semantics_note: its "same semantics" column."""
 
 from __future__ import annotations
 
-from analysis import FAIRNESS_COLUMNS, fairness_table, parse_fairness_table
+import pytest
+
+from analysis import FAIRNESS_COLUMNS, DataError, fairness_table, parse_fairness_table
+from analysis.fairness import like_for_like, semantics_note
+from analysis.schema import ECHO_ORDER, MICRO_ORDER
 
 README = """# Benchmarks
 
@@ -54,6 +59,84 @@ def test_missing_section_or_table_gives_empty_frame(tmp_path):
 
 def test_project_readme_parses():
     table = fairness_table()
-    assert list(table.columns)[:5] == FAIRNESS_COLUMNS
-    if not table.empty:  # the section is being written by another engineer
-        assert table["benchmark"].str.len().gt(0).all()
+    assert list(table.columns)[: len(FAIRNESS_COLUMNS)] == FAIRNESS_COLUMNS
+    assert table["benchmark"].str.len().gt(0).all()
+
+
+SEMANTICS = """## Fairness table
+
+| benchmark | ampere timed | tokio timed | untimed setup | differences | Same semantics |
+|---|---|---|---|---|---|
+| mutex | a | b | c | none | yes |
+| barrier | a | b | c | d | Yes (a note after yes is allowed) |
+| yield_many | a | b | c | d | no: Tokio defers the task \\| ampere re-queues it |
+| spaced | a | b | c | d |   NO :  the gap |
+"""
+
+
+def write(tmp_path, text: str):
+    path = tmp_path / "README.md"
+    path.write_text(text)
+    return path
+
+
+def test_same_semantics_column_is_parsed(tmp_path):
+    table = fairness_table(write(tmp_path, SEMANTICS))
+    assert list(table.columns) == FAIRNESS_COLUMNS
+    assert table["same_semantics"].tolist()[:2] == ["yes", "Yes (a note after yes is allowed)"]
+
+
+def test_like_for_like_and_the_note(tmp_path):
+    path = write(tmp_path, SEMANTICS)
+    assert like_for_like("mutex", path) is True
+    assert like_for_like("barrier", path) is True
+    assert like_for_like("yield_many", path) is False
+    assert semantics_note("yield_many", path) == "Tokio defers the task | ampere re-queues it"
+    assert like_for_like("spaced", path) is False and semantics_note("spaced", path) == "the gap"
+    assert semantics_note("mutex", path) == ""
+    # Nothing vouches for a benchmark the table does not list.
+    assert like_for_like("net_echo", path) is False
+    assert semantics_note("net_echo", path) == "not in the fairness table"
+
+
+def test_a_changed_readme_is_read_again(tmp_path):
+    path = write(tmp_path, SEMANTICS)
+    assert like_for_like("mutex", path) is True
+    text = SEMANTICS.replace("| none | yes |", "| none | no: now it differs |")
+    path.write_text(text)
+    import os
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    assert like_for_like("mutex", path) is False
+
+
+@pytest.mark.parametrize("cell, problem", [
+    ("maybe", "'maybe' must start with 'yes' or 'no:'"),
+    ("", "'' must start with 'yes' or 'no:'"),
+    ("no:", "'no:' names no difference"),
+    ("nope: x", "'nope: x' must start with 'yes' or 'no:'"),
+])
+def test_a_malformed_cell_names_file_and_line(tmp_path, cell, problem):
+    path = write(tmp_path, SEMANTICS.replace("| none | yes |", f"| none | {cell} |"))
+    with pytest.raises(DataError) as raised:
+        like_for_like("barrier", path)
+    # The mutex row is line 5 of the file.
+    assert str(raised.value) == f"{path}:5: same semantics: {problem}"
+
+
+def test_a_table_without_the_column_or_a_missing_file_is_an_error(tmp_path):
+    path = write(tmp_path, README)
+    with pytest.raises(DataError, match=r"README.md:13: the fairness table has no 'same semantics' column"):
+        like_for_like("mutex", path)
+    with pytest.raises(DataError, match="cannot read the fairness table"):
+        like_for_like("mutex", tmp_path / "missing.md")
+
+
+def test_every_benchmark_has_a_row_with_a_valid_semantics_cell():
+    table = fairness_table()
+    listed = set(table["benchmark"])
+    for name in (*MICRO_ORDER, *ECHO_ORDER):
+        assert name in listed, f"{name} has no row in the fairness table"
+        like_for_like(name)  # Raises on a malformed cell.
+    assert like_for_like("floor_cas_store") and like_for_like("watch_rc") and like_for_like("broadcast_rc")
+    assert not like_for_like("yield_many") and semantics_note("yield_many").startswith("Tokio's `yield_now`")

@@ -53,8 +53,21 @@
 //! still in the future and `takeBack()` returns it: a value is delivered exactly once or
 //! handed back, never lost or duplicated.
 //!
-//! Close: `close()` sets the mark bit in `tail` (seq_cst) and wakes every waiter. Senders then
-//! get `error.Closed`; receivers drain what is left and then get `error.Closed`.
+//! Handles: `init` allocates the shared state (this struct) and the ring and returns one
+//! `Sender` and one `Receiver`. Both are counted (`common.Handles`) and cloned with `clone`,
+//! given up with `deinit`, like the halves of Tokio's mpsc around their `Arc` (and, for
+//! receivers, async-channel's). When the last sender goes the channel closes: receivers drain
+//! what is queued and then get `error.Closed`. When the last receiver goes the channel closes
+//! and drains itself: sends fail with `error.Closed` and hand the value back, and the values
+//! left in the ring are popped and released (owned values, `common.Ownership`; plain data is
+//! dropped), as Tokio's receiver drains its channel. The last handle of either kind frees the
+//! state, releasing any value that a send in flight wrote after that drain. A future refers to the state, not to its handle: the
+//! handle may move, but it must stay alive (not `deinit`) until its futures complete or are
+//! cancelled; the last handle's `deinit` asserts that no future is still waiting.
+//!
+//! Close: `close()` (from either side, or by the last handle of a side) sets the mark bit in
+//! `tail` (seq_cst) and wakes every waiter. Senders then get `error.Closed`; receivers drain
+//! what is left and then get `error.Closed`.
 
 const std = @import("std");
 const Allocator = std.mem.Allocator;
@@ -72,6 +85,7 @@ const Padded = common.Padded;
 pub fn Bounded(comptime T: type) type {
     return struct {
         const Self = @This();
+        const Values = common.Ownership(T);
 
         /// Largest capacity `init` accepts (positions need two bits above the index bits).
         pub const capacity_limit: usize = std.math.maxInt(usize) >> 3;
@@ -89,6 +103,8 @@ pub fn Bounded(comptime T: type) type {
         mark_bit: usize,
         one_lap: usize,
         allocator: Allocator,
+        /// Senders, receivers and all handles (see the module comment).
+        handles: common.Handles,
 
         /// Next position to read (written by consumers).
         head: Padded(std.atomic.Value(usize)),
@@ -99,44 +115,188 @@ pub fn Bounded(comptime T: type) type {
         /// Senders waiting for space.
         senders: Padded(WaitQueue),
 
-        /// Allocates the ring (the only allocation the channel ever makes). The channel is
-        /// returned by value: keep it at a stable address while it is in use (futures and
-        /// other threads refer to it by pointer). Panics if `capacity` is 0 or above
+        /// What `init` returns: destructure it as `const tx, const rx = try ...init(...)`.
+        pub const Pair = struct { Sender, Receiver };
+
+        /// Allocates the shared state and the ring (the only allocations the channel ever
+        /// makes) and returns the first sender and receiver. Panics if `capacity` is 0 or above
         /// `capacity_limit`.
-        pub fn init(allocator: Allocator, buffer_capacity: usize) Allocator.Error!Self {
+        pub fn init(allocator: Allocator, buffer_capacity: usize) Allocator.Error!Pair {
             if (buffer_capacity == 0 or buffer_capacity > capacity_limit) {
                 std.debug.panic("Bounded.init: capacity {d} outside 1..{d}", .{ buffer_capacity, capacity_limit });
             }
             const mark_bit = std.math.ceilPowerOfTwoAssert(usize, buffer_capacity + 1);
+            const self = try allocator.create(Self);
+            errdefer allocator.destroy(self);
             const slots = try allocator.alloc(Slot, buffer_capacity);
             for (slots, 0..) |*slot, index| slot.stamp = .init(index);
-            return .{
+            self.* = .{
                 .slots = slots,
                 .mark_bit = mark_bit,
                 .one_lap = mark_bit * 2,
                 .allocator = allocator,
+                .handles = .init(1, 1),
                 .head = .{ .value = .init(0) },
                 .tail = .{ .value = .init(0) },
                 .receivers = .{ .value = .{} },
                 .senders = .{ .value = .{} },
             };
+            return .{ .{ .channel = self }, .{ .channel = self } };
         }
 
-        /// Frees the ring. No future may be pending on the channel. Values still buffered are
-        /// discarded (drain them first if they own resources).
-        pub fn deinit(self: *Self) void {
-            assert(self.receivers.value.isEmpty());
+        /// Called by the last handle: no other thread refers to the state any more.
+        fn destroy(self: *Self) void {
+            assert(self.isClosed()); // The last sender or receiver closed it.
+            assert(self.receivers.value.isEmpty()); // A future outlived its handle.
             assert(self.senders.value.isEmpty());
-            self.allocator.free(self.slots);
-            self.* = undefined;
+            self.releaseBuffered();
+            const allocator = self.allocator;
+            allocator.free(self.slots);
+            allocator.destroy(self);
         }
 
-        pub fn capacity(self: *const Self) usize {
-            return self.slots.len;
+        /// Pops every buffered value and releases it (owned values; plain data is dropped),
+        /// as Tokio's receiver drains its channel when it goes. The channel is closed: no new
+        /// value can be claimed; a send that claimed its slot before the close may still be
+        /// writing it, and its value is released by the last handle instead.
+        fn releaseBuffered(self: *Self) void {
+            var remaining = self.slots.len; // Bounded: no value can be added meanwhile.
+            while (remaining > 0) : (remaining -= 1) {
+                var value: T = undefined;
+                if (self.popRaw(&value) != .ok) return;
+                Values.release(value);
+            }
         }
 
-        /// Sends without waiting. On error the value was not taken (the caller keeps it).
-        pub fn trySend(self: *Self, value: T) error{ Full, Closed }!void {
+        /// Closes the channel: senders fail from now on, receivers drain and then fail.
+        /// Wakes every waiting future. Idempotent.
+        fn close(self: *Self) void {
+            // seq_cst: a position change like the claims; waiters re-check `tail` under their
+            // queue lock, which this thread takes below, so they see the mark or get woken.
+            const previous = self.tail.value.fetchOr(self.mark_bit, .seq_cst);
+            if (previous & self.mark_bit != 0) return;
+            self.senders.value.notifyAll();
+            self.receivers.value.notifyAll();
+        }
+
+        fn isClosed(self: *const Self) bool {
+            return self.tail.value.load(.seq_cst) & self.mark_bit != 0;
+        }
+
+        /// The sending half. Copy it only through `clone`; `deinit` it exactly once.
+        pub const Sender = struct {
+            channel: *Self,
+
+            /// Another sender of the same channel.
+            pub fn clone(self: *const Sender) Sender {
+                self.channel.handles.addSender();
+                return .{ .channel = self.channel };
+            }
+
+            /// Gives up this sender. The last sender closes the channel (receivers drain, then
+            /// get `error.Closed`); the last handle frees it. No future made from this handle
+            /// may still be pending.
+            pub fn deinit(self: *Sender) void {
+                const channel = self.channel;
+                self.* = undefined;
+                if (channel.handles.dropSender()) channel.close();
+                if (channel.handles.release()) channel.destroy();
+            }
+
+            /// Sends without waiting. On error the value was not taken (the caller keeps it).
+            pub fn trySend(self: *const Sender, value: T) error{ Full, Closed }!void {
+                return self.channel.trySend(value);
+            }
+
+            /// A future that sends `value`, waiting for space. Output `error{Closed}!void`; on
+            /// `error.Closed` or after `cancel`, `takeBack()` returns the value.
+            pub fn send(self: *const Sender, value: T) SendFuture {
+                return .{ .channel = self.channel, .value = value };
+            }
+
+            /// Closes the channel for every handle (async-channel's `close`). Idempotent.
+            pub fn close(self: *const Sender) void {
+                self.channel.close();
+            }
+
+            /// True once closed (by a `close`, the last sender or the last receiver).
+            pub fn isClosed(self: *const Sender) bool {
+                return self.channel.isClosed();
+            }
+
+            pub fn len(self: *const Sender) usize {
+                return self.channel.len();
+            }
+
+            pub fn capacity(self: *const Sender) usize {
+                return self.channel.slots.len;
+            }
+
+            /// Receivers alive now (a snapshot).
+            pub fn receiverCount(self: *const Sender) usize {
+                return self.channel.handles.receiverCount();
+            }
+        };
+
+        /// The receiving half. Copy it only through `clone`; `deinit` it exactly once.
+        pub const Receiver = struct {
+            channel: *Self,
+
+            /// Another receiver of the same channel (values go to one receiver each).
+            pub fn clone(self: *const Receiver) Receiver {
+                self.channel.handles.addReceiver();
+                return .{ .channel = self.channel };
+            }
+
+            /// Gives up this receiver. The last receiver closes the channel (senders fail and
+            /// keep their values) and releases the values still buffered; the last handle
+            /// frees it. No future made from this handle may still be pending.
+            pub fn deinit(self: *Receiver) void {
+                const channel = self.channel;
+                self.* = undefined;
+                if (channel.handles.dropReceiver()) {
+                    channel.close();
+                    channel.releaseBuffered();
+                }
+                if (channel.handles.release()) channel.destroy();
+            }
+
+            /// Receives without waiting. After the close, returns the values still buffered
+            /// and then `error.Closed`.
+            pub fn tryRecv(self: *const Receiver) error{ Empty, Closed }!T {
+                return self.channel.tryRecv();
+            }
+
+            /// A future that receives a value, waiting for one. Output `error{Closed}!T`.
+            pub fn recv(self: *const Receiver) RecvFuture {
+                return .{ .channel = self.channel };
+            }
+
+            /// Closes the channel (Tokio's `Receiver::close`): sends fail from now on; the
+            /// values already buffered can still be received. Idempotent.
+            pub fn close(self: *const Receiver) void {
+                self.channel.close();
+            }
+
+            pub fn isClosed(self: *const Receiver) bool {
+                return self.channel.isClosed();
+            }
+
+            pub fn len(self: *const Receiver) usize {
+                return self.channel.len();
+            }
+
+            pub fn capacity(self: *const Receiver) usize {
+                return self.channel.slots.len;
+            }
+
+            /// Senders alive now (a snapshot).
+            pub fn senderCount(self: *const Receiver) usize {
+                return self.channel.handles.senderCount();
+            }
+        };
+
+        fn trySend(self: *Self, value: T) error{ Full, Closed }!void {
             switch (self.pushRaw(&value)) {
                 .ok => self.wakeReceiver(),
                 .full, .busy => return error.Full,
@@ -144,9 +304,7 @@ pub fn Bounded(comptime T: type) type {
             }
         }
 
-        /// Receives without waiting. After `close`, returns the values still buffered and
-        /// then `error.Closed`.
-        pub fn tryRecv(self: *Self) error{ Empty, Closed }!T {
+        fn tryRecv(self: *Self) error{ Empty, Closed }!T {
             var value: T = undefined;
             switch (self.popRaw(&value)) {
                 .ok => {
@@ -158,34 +316,8 @@ pub fn Bounded(comptime T: type) type {
             }
         }
 
-        /// A future that sends `value`, waiting for space. Output `error{Closed}!void`; on
-        /// `error.Closed` or after `cancel`, `takeBack()` returns the value.
-        pub fn send(self: *Self, value: T) SendFuture {
-            return .{ .channel = self, .value = value };
-        }
-
-        /// A future that receives a value, waiting for one. Output `error{Closed}!T`.
-        pub fn recv(self: *Self) RecvFuture {
-            return .{ .channel = self };
-        }
-
-        /// Closes the channel: senders fail from now on, receivers drain and then fail.
-        /// Wakes every waiting future. Idempotent.
-        pub fn close(self: *Self) void {
-            // seq_cst: a position change like the claims; waiters re-check `tail` under their
-            // queue lock, which this thread takes below, so they see the mark or get woken.
-            const previous = self.tail.value.fetchOr(self.mark_bit, .seq_cst);
-            if (previous & self.mark_bit != 0) return;
-            self.senders.value.notifyAll();
-            self.receivers.value.notifyAll();
-        }
-
-        pub fn isClosed(self: *const Self) bool {
-            return self.tail.value.load(.seq_cst) & self.mark_bit != 0;
-        }
-
         /// Number of buffered values (a snapshot; exact when no operation is in flight).
-        pub fn len(self: *const Self) usize {
+        fn len(self: *const Self) usize {
             var backoff = Backoff{};
             while (true) {
                 // seq_cst loads: `head` and `tail` read as one consistent snapshot when `tail`
@@ -462,148 +594,157 @@ const testing = std.testing;
 const pollWith = common.pollWith;
 
 test "bounded: try paths, FIFO order, full and empty" {
-    var ch = try Bounded(u32).init(testing.allocator, 4);
-    defer ch.deinit();
-    try testing.expectError(error.Empty, ch.tryRecv());
-    for (0..4) |i| try ch.trySend(@intCast(i));
-    try testing.expectError(error.Full, ch.trySend(99));
-    try testing.expectEqual(@as(usize, 4), ch.len());
-    for (0..4) |i| try testing.expectEqual(@as(u32, @intCast(i)), try ch.tryRecv());
-    try testing.expectError(error.Empty, ch.tryRecv());
-    try testing.expectEqual(@as(usize, 0), ch.len());
+    var tx, var rx = try Bounded(u32).init(testing.allocator, 4);
+    defer tx.deinit();
+    defer rx.deinit();
+    try testing.expectError(error.Empty, rx.tryRecv());
+    for (0..4) |i| try tx.trySend(@intCast(i));
+    try testing.expectError(error.Full, tx.trySend(99));
+    try testing.expectEqual(@as(usize, 4), rx.len());
+    for (0..4) |i| try testing.expectEqual(@as(u32, @intCast(i)), try rx.tryRecv());
+    try testing.expectError(error.Empty, rx.tryRecv());
+    try testing.expectEqual(@as(usize, 0), rx.len());
 }
 
 test "bounded: capacity is honoured exactly across many laps" {
     for ([_]usize{ 1, 2, 3, 5, 7, 8, 100 }) |buffer_capacity| {
-        var ch = try Bounded(u64).init(testing.allocator, buffer_capacity);
-        defer ch.deinit();
+        var tx, var rx = try Bounded(u64).init(testing.allocator, buffer_capacity);
+        defer tx.deinit();
+        defer rx.deinit();
         var next_in: u64 = 0;
         var next_out: u64 = 0;
         // Refill to full, then drain a varying amount, so that head and tail cross the lap
         // boundary at every index.
         for (0..buffer_capacity * 5 + 3) |round| {
-            while (ch.trySend(next_in)) |_| next_in += 1 else |err| try testing.expectEqual(error.Full, err);
+            while (tx.trySend(next_in)) |_| next_in += 1 else |err| try testing.expectEqual(error.Full, err);
             try testing.expectEqual(buffer_capacity, next_in - next_out);
-            try testing.expectEqual(buffer_capacity, ch.len());
+            try testing.expectEqual(buffer_capacity, rx.len());
             for (0..round % buffer_capacity + 1) |_| {
-                try testing.expectEqual(next_out, try ch.tryRecv());
+                try testing.expectEqual(next_out, try rx.tryRecv());
                 next_out += 1;
             }
         }
-        while (next_out < next_in) : (next_out += 1) try testing.expectEqual(next_out, try ch.tryRecv());
-        try testing.expectError(error.Empty, ch.tryRecv());
-        try testing.expectEqual(@as(usize, 0), ch.len());
+        while (next_out < next_in) : (next_out += 1) try testing.expectEqual(next_out, try rx.tryRecv());
+        try testing.expectError(error.Empty, rx.tryRecv());
+        try testing.expectEqual(@as(usize, 0), rx.len());
     }
 }
 
 test "bounded: capacity 1 round trips" {
-    var ch = try Bounded(u8).init(testing.allocator, 1);
-    defer ch.deinit();
+    var tx, var rx = try Bounded(u8).init(testing.allocator, 1);
+    defer tx.deinit();
+    defer rx.deinit();
     for (0..1000) |i| {
-        try ch.trySend(@truncate(i));
-        try testing.expectError(error.Full, ch.trySend(0));
-        try testing.expectEqual(@as(u8, @truncate(i)), try ch.tryRecv());
+        try tx.trySend(@truncate(i));
+        try testing.expectError(error.Full, tx.trySend(0));
+        try testing.expectEqual(@as(u8, @truncate(i)), try rx.tryRecv());
     }
 }
 
 test "bounded: close drains values, then reports Closed on both sides" {
-    var ch = try Bounded(u32).init(testing.allocator, 3);
-    defer ch.deinit();
-    try ch.trySend(1);
-    try ch.trySend(2);
-    ch.close();
-    ch.close();
-    try testing.expect(ch.isClosed());
-    try testing.expectError(error.Closed, ch.trySend(3));
-    var send = ch.send(4);
+    var tx, var rx = try Bounded(u32).init(testing.allocator, 3);
+    defer tx.deinit();
+    defer rx.deinit();
+    try tx.trySend(1);
+    try tx.trySend(2);
+    tx.close();
+    tx.close();
+    try testing.expect(tx.isClosed());
+    try testing.expectError(error.Closed, tx.trySend(3));
+    var send = tx.send(4);
     try testing.expectError(error.Closed, future.pollOnce(&send).ready);
     try testing.expectEqual(@as(?u32, 4), send.takeBack());
     try testing.expectEqual(@as(?u32, null), send.takeBack());
-    try testing.expectEqual(@as(u32, 1), try ch.tryRecv());
-    var recv = ch.recv();
+    try testing.expectEqual(@as(u32, 1), try rx.tryRecv());
+    var recv = rx.recv();
     try testing.expectEqual(@as(u32, 2), try future.pollOnce(&recv).ready);
-    try testing.expectError(error.Closed, ch.tryRecv());
-    var recv_closed = ch.recv();
+    try testing.expectError(error.Closed, rx.tryRecv());
+    var recv_closed = rx.recv();
     try testing.expectError(error.Closed, future.pollOnce(&recv_closed).ready);
 }
 
 test "bounded: pending recv is woken by a send and gets the value" {
-    var ch = try Bounded(u32).init(testing.allocator, 2);
-    defer ch.deinit();
+    var tx, var rx = try Bounded(u32).init(testing.allocator, 2);
+    defer tx.deinit();
+    defer rx.deinit();
     var counter = Waker.Counting{};
     const waker = counter.waker();
     defer waker.drop();
-    var recv = ch.recv();
+    var recv = rx.recv();
     try testing.expect(pollWith(&recv, &waker) == .pending);
     try testing.expectEqual(@as(u32, 0), counter.wakeCount());
-    try ch.trySend(7);
+    try tx.trySend(7);
     try testing.expectEqual(@as(u32, 1), counter.wakeCount());
     try testing.expectEqual(@as(u32, 7), try pollWith(&recv, &waker).ready);
     try testing.expectEqual(@as(i32, 1), counter.outstanding()); // Only our own reference.
 }
 
 test "bounded: pending send is woken by a recv and its value is delivered" {
-    var ch = try Bounded(u32).init(testing.allocator, 1);
-    defer ch.deinit();
+    var tx, var rx = try Bounded(u32).init(testing.allocator, 1);
+    defer tx.deinit();
+    defer rx.deinit();
     var counter = Waker.Counting{};
     const waker = counter.waker();
     defer waker.drop();
-    try ch.trySend(1);
-    var send = ch.send(2);
+    try tx.trySend(1);
+    var send = tx.send(2);
     try testing.expect(pollWith(&send, &waker) == .pending);
-    try testing.expectEqual(@as(u32, 1), try ch.tryRecv());
+    try testing.expectEqual(@as(u32, 1), try rx.tryRecv());
     try testing.expectEqual(@as(u32, 1), counter.wakeCount());
     // The value is written only when the woken future runs again.
-    try testing.expectError(error.Empty, ch.tryRecv());
+    try testing.expectError(error.Empty, rx.tryRecv());
     _ = try pollWith(&send, &waker).ready;
-    try testing.expectEqual(@as(u32, 2), try ch.tryRecv());
+    try testing.expectEqual(@as(u32, 2), try rx.tryRecv());
     try testing.expectEqual(@as(?u32, null), send.takeBack());
     try testing.expectEqual(@as(i32, 1), counter.outstanding());
 }
 
 test "bounded: a woken sender that loses the space waits again and still delivers" {
-    var ch = try Bounded(u32).init(testing.allocator, 1);
-    defer ch.deinit();
+    var tx, var rx = try Bounded(u32).init(testing.allocator, 1);
+    defer tx.deinit();
+    defer rx.deinit();
     var counter = Waker.Counting{};
     const waker = counter.waker();
     defer waker.drop();
-    try ch.trySend(1);
-    var send = ch.send(2);
+    try tx.trySend(1);
+    var send = tx.send(2);
     try testing.expect(pollWith(&send, &waker) == .pending);
-    _ = try ch.tryRecv(); // Wakes `send` ...
-    try ch.trySend(3); // ... but another sender takes the space first.
+    _ = try rx.tryRecv(); // Wakes `send` ...
+    try tx.trySend(3); // ... but another sender takes the space first.
     try testing.expect(pollWith(&send, &waker) == .pending); // Registered again, value kept.
-    try testing.expectEqual(@as(u32, 3), try ch.tryRecv());
+    try testing.expectEqual(@as(u32, 3), try rx.tryRecv());
     try testing.expectEqual(@as(u32, 2), counter.wakeCount());
     _ = try pollWith(&send, &waker).ready;
-    try testing.expectEqual(@as(u32, 2), try ch.tryRecv());
+    try testing.expectEqual(@as(u32, 2), try rx.tryRecv());
     try testing.expectEqual(@as(i32, 1), counter.outstanding());
 }
 
 test "bounded: cancel of a pending send hands the value back and unlinks" {
-    var ch = try Bounded(u32).init(testing.allocator, 1);
-    defer ch.deinit();
+    var tx, var rx = try Bounded(u32).init(testing.allocator, 1);
+    defer tx.deinit();
+    defer rx.deinit();
     var counter = Waker.Counting{};
     const waker = counter.waker();
     defer waker.drop();
-    try ch.trySend(1);
-    var send = ch.send(42);
+    try tx.trySend(1);
+    var send = tx.send(42);
     try testing.expect(pollWith(&send, &waker) == .pending);
     send.cancel();
     send.cancel();
     try testing.expectEqual(@as(i32, 1), counter.outstanding());
     try testing.expectEqual(@as(?u32, 42), send.takeBack());
-    try testing.expectEqual(@as(u32, 1), try ch.tryRecv());
+    try testing.expectEqual(@as(u32, 1), try rx.tryRecv());
     try testing.expectEqual(@as(u32, 0), counter.wakeCount());
-    try testing.expectError(error.Empty, ch.tryRecv());
+    try testing.expectError(error.Empty, rx.tryRecv());
     // Cancel before the first poll is allowed and also hands the value back.
-    var fresh = ch.send(5);
+    var fresh = tx.send(5);
     try testing.expectEqual(@as(?u32, 5), fresh.takeBack());
 }
 
 test "bounded: cancel of a pending recv unlinks; cancelled notified waiters pass it on" {
-    var ch = try Bounded(u32).init(testing.allocator, 4);
-    defer ch.deinit();
+    var tx, var rx = try Bounded(u32).init(testing.allocator, 4);
+    defer tx.deinit();
+    defer rx.deinit();
     var first_counter = Waker.Counting{};
     var second_counter = Waker.Counting{};
     const first_waker = first_counter.waker();
@@ -611,18 +752,18 @@ test "bounded: cancel of a pending recv unlinks; cancelled notified waiters pass
     const second_waker = second_counter.waker();
     defer second_waker.drop();
 
-    var cancelled = ch.recv();
+    var cancelled = rx.recv();
     try testing.expect(pollWith(&cancelled, &first_waker) == .pending);
     cancelled.cancel();
-    try ch.trySend(1); // Nobody is waiting any more.
+    try tx.trySend(1); // Nobody is waiting any more.
     try testing.expectEqual(@as(u32, 0), first_counter.wakeCount());
-    try testing.expectEqual(@as(u32, 1), try ch.tryRecv());
+    try testing.expectEqual(@as(u32, 1), try rx.tryRecv());
 
-    var first = ch.recv();
-    var second = ch.recv();
+    var first = rx.recv();
+    var second = rx.recv();
     try testing.expect(pollWith(&first, &first_waker) == .pending);
     try testing.expect(pollWith(&second, &second_waker) == .pending);
-    try ch.trySend(2); // Notifies `first` (FIFO).
+    try tx.trySend(2); // Notifies `first` (FIFO).
     try testing.expectEqual(@as(u32, 1), first_counter.wakeCount());
     try testing.expectEqual(@as(u32, 0), second_counter.wakeCount());
     first.cancel(); // Woken but not taking the value: the wake goes to `second`.
@@ -633,56 +774,59 @@ test "bounded: cancel of a pending recv unlinks; cancelled notified waiters pass
 }
 
 test "bounded: close wakes waiting senders and receivers" {
-    var ch = try Bounded(u32).init(testing.allocator, 1);
-    defer ch.deinit();
+    var tx, var rx = try Bounded(u32).init(testing.allocator, 1);
+    defer tx.deinit();
+    defer rx.deinit();
     var counter = Waker.Counting{};
     const waker = counter.waker();
     defer waker.drop();
-    var recv = ch.recv();
+    var recv = rx.recv();
     try testing.expect(pollWith(&recv, &waker) == .pending);
-    ch.close();
+    tx.close();
     try testing.expectEqual(@as(u32, 1), counter.wakeCount());
     try testing.expectError(error.Closed, pollWith(&recv, &waker).ready);
 
-    var ch2 = try Bounded(u32).init(testing.allocator, 1);
-    defer ch2.deinit();
-    try ch2.trySend(1);
-    var send = ch2.send(2);
+    var tx2, var rx2 = try Bounded(u32).init(testing.allocator, 1);
+    defer tx2.deinit();
+    defer rx2.deinit();
+    try tx2.trySend(1);
+    var send = tx2.send(2);
     try testing.expect(pollWith(&send, &waker) == .pending);
-    ch2.close();
+    tx2.close();
     try testing.expectEqual(@as(u32, 2), counter.wakeCount());
     try testing.expectError(error.Closed, pollWith(&send, &waker).ready);
     try testing.expectEqual(@as(?u32, 2), send.takeBack());
-    try testing.expectEqual(@as(u32, 1), try ch2.tryRecv()); // Drained after close.
-    try testing.expectError(error.Closed, ch2.tryRecv());
+    try testing.expectEqual(@as(u32, 1), try rx2.tryRecv()); // Drained after close.
+    try testing.expectError(error.Closed, rx2.tryRecv());
     try testing.expectEqual(@as(i32, 1), counter.outstanding());
 }
 
 test "bounded: waker replacement wakes only the newest waker" {
-    var ch = try Bounded(u32).init(testing.allocator, 1);
-    defer ch.deinit();
+    var tx, var rx = try Bounded(u32).init(testing.allocator, 1);
+    defer tx.deinit();
+    defer rx.deinit();
     var old_counter = Waker.Counting{};
     var new_counter = Waker.Counting{};
     const old_waker = old_counter.waker();
     defer old_waker.drop();
     const new_waker = new_counter.waker();
     defer new_waker.drop();
-    var recv = ch.recv();
+    var recv = rx.recv();
     try testing.expect(pollWith(&recv, &old_waker) == .pending);
     try testing.expect(pollWith(&recv, &old_waker) == .pending); // Same waker: kept.
     try testing.expectEqual(@as(i32, 2), old_counter.outstanding());
     try testing.expect(pollWith(&recv, &new_waker) == .pending);
     try testing.expectEqual(@as(i32, 1), old_counter.outstanding()); // Old clone dropped.
-    try ch.trySend(3);
+    try tx.trySend(3);
     try testing.expectEqual(@as(u32, 0), old_counter.wakeCount());
     try testing.expectEqual(@as(u32, 1), new_counter.wakeCount());
     try testing.expectEqual(@as(u32, 3), try pollWith(&recv, &new_waker).ready);
 
-    try ch.trySend(4);
-    var send = ch.send(5);
+    try tx.trySend(4);
+    var send = tx.send(5);
     try testing.expect(pollWith(&send, &old_waker) == .pending);
     try testing.expect(pollWith(&send, &new_waker) == .pending);
-    _ = try ch.tryRecv();
+    _ = try rx.tryRecv();
     try testing.expectEqual(@as(u32, 0), old_counter.wakeCount());
     try testing.expectEqual(@as(u32, 2), new_counter.wakeCount());
     _ = try pollWith(&send, &new_waker).ready;
@@ -706,13 +850,14 @@ fn HookAction(comptime Channel: type, comptime what: enum { send, recv, close })
 
 test "bounded: a value arriving between the empty check and registration is not missed" {
     const Ch = Bounded(u32);
-    var ch = try Ch.init(testing.allocator, 2);
-    defer ch.deinit();
+    var tx, var rx = try Ch.init(testing.allocator, 2);
+    defer tx.deinit();
+    defer rx.deinit();
     var counter = Waker.Counting{};
     const waker = counter.waker();
     defer waker.drop();
-    var recv = ch.recv();
-    common.hook.set(.{ .context = &ch, .run = HookAction(Ch, .send).run });
+    var recv = rx.recv();
+    common.hook.set(.{ .context = tx.channel, .run = HookAction(Ch, .send).run });
     // The send in the window sees no waiter (and wakes nobody); the re-check must find it.
     try testing.expectEqual(@as(u32, 77), try pollWith(&recv, &waker).ready);
     try testing.expect(!common.hook.isSet());
@@ -721,66 +866,158 @@ test "bounded: a value arriving between the empty check and registration is not 
 
 test "bounded: space freed between the full check and registration is not missed" {
     const Ch = Bounded(u32);
-    var ch = try Ch.init(testing.allocator, 1);
-    defer ch.deinit();
+    var tx, var rx = try Ch.init(testing.allocator, 1);
+    defer tx.deinit();
+    defer rx.deinit();
     var counter = Waker.Counting{};
     const waker = counter.waker();
     defer waker.drop();
-    try ch.trySend(1);
-    var send = ch.send(2);
-    common.hook.set(.{ .context = &ch, .run = HookAction(Ch, .recv).run });
+    try tx.trySend(1);
+    var send = tx.send(2);
+    common.hook.set(.{ .context = tx.channel, .run = HookAction(Ch, .recv).run });
     _ = try pollWith(&send, &waker).ready;
-    try testing.expectEqual(@as(u32, 2), try ch.tryRecv());
+    try testing.expectEqual(@as(u32, 2), try rx.tryRecv());
     try testing.expectEqual(@as(i32, 1), counter.outstanding());
 }
 
 test "bounded: close between the check and registration is not missed" {
     const Ch = Bounded(u32);
-    var ch = try Ch.init(testing.allocator, 1);
-    defer ch.deinit();
+    var tx, var rx = try Ch.init(testing.allocator, 1);
+    defer tx.deinit();
+    defer rx.deinit();
     var counter = Waker.Counting{};
     const waker = counter.waker();
     defer waker.drop();
-    var recv = ch.recv();
-    common.hook.set(.{ .context = &ch, .run = HookAction(Ch, .close).run });
+    var recv = rx.recv();
+    common.hook.set(.{ .context = tx.channel, .run = HookAction(Ch, .close).run });
     try testing.expectError(error.Closed, pollWith(&recv, &waker).ready);
 
-    var ch2 = try Ch.init(testing.allocator, 1);
-    defer ch2.deinit();
-    try ch2.trySend(1);
-    var send = ch2.send(2);
-    common.hook.set(.{ .context = &ch2, .run = HookAction(Ch, .close).run });
+    var tx2, var rx2 = try Ch.init(testing.allocator, 1);
+    defer tx2.deinit();
+    defer rx2.deinit();
+    try tx2.trySend(1);
+    var send = tx2.send(2);
+    common.hook.set(.{ .context = tx2.channel, .run = HookAction(Ch, .close).run });
     try testing.expectError(error.Closed, pollWith(&send, &waker).ready);
     try testing.expectEqual(@as(?u32, 2), send.takeBack());
     try testing.expectEqual(@as(i32, 1), counter.outstanding());
 }
 
 test "bounded: an exhausted budget yields before doing anything" {
-    var ch = try Bounded(u32).init(testing.allocator, 1);
-    defer ch.deinit();
-    try ch.trySend(1);
+    var tx, var rx = try Bounded(u32).init(testing.allocator, 1);
+    defer tx.deinit();
+    defer rx.deinit();
+    try tx.trySend(1);
     var counter = Waker.Counting{};
     const waker = counter.waker();
     defer waker.drop();
     const scope = budget.Scope.begin(0);
-    var recv = ch.recv();
+    var recv = rx.recv();
     try testing.expect(pollWith(&recv, &waker) == .pending);
     try testing.expectEqual(@as(u32, 1), counter.wakeCount());
     scope.end();
-    try testing.expectEqual(@as(usize, 1), ch.len()); // Nothing was taken.
+    try testing.expectEqual(@as(usize, 1), rx.len()); // Nothing was taken.
     try testing.expectEqual(@as(u32, 1), try pollWith(&recv, &waker).ready);
 }
 
 test "bounded: values with payload are copied intact" {
     const Message = struct { id: u64, payload: [40]u8 };
-    var ch = try Bounded(Message).init(testing.allocator, 3);
-    defer ch.deinit();
+    var tx, var rx = try Bounded(Message).init(testing.allocator, 3);
+    defer tx.deinit();
+    defer rx.deinit();
     for (0..30) |i| {
         var message = Message{ .id = i, .payload = undefined };
         @memset(&message.payload, @truncate(i));
-        try ch.trySend(message);
-        const out = try ch.tryRecv();
+        try tx.trySend(message);
+        const out = try rx.tryRecv();
         try testing.expectEqual(@as(u64, i), out.id);
         for (out.payload) |b| try testing.expectEqual(@as(u8, @truncate(i)), b);
+    }
+}
+
+test "bounded: the last sender closes; receivers drain, then get Closed; a waiting receiver is woken" {
+    var tx, var rx = try Bounded(u32).init(testing.allocator, 4);
+    defer rx.deinit();
+    var tx2 = tx.clone();
+    try testing.expectEqual(@as(usize, 2), rx.senderCount());
+    try tx.trySend(1);
+    tx.deinit();
+    try testing.expect(!rx.isClosed()); // One sender left.
+    try tx2.trySend(2);
+    var counter = Waker.Counting{};
+    const waker = counter.waker();
+    defer waker.drop();
+    try testing.expectEqual(@as(u32, 1), try rx.tryRecv());
+    try testing.expectEqual(@as(u32, 2), try rx.tryRecv());
+    var recv = rx.recv();
+    try testing.expect(pollWith(&recv, &waker) == .pending);
+    tx2.deinit(); // The last sender: closes and wakes the waiting receiver.
+    try testing.expectEqual(@as(u32, 1), counter.wakeCount());
+    try testing.expectError(error.Closed, pollWith(&recv, &waker).ready);
+    try testing.expectError(error.Closed, rx.tryRecv());
+    try testing.expectEqual(@as(i32, 1), counter.outstanding());
+}
+
+test "bounded: values queued before the last sender left are still received" {
+    var tx, var rx = try Bounded(u32).init(testing.allocator, 4);
+    defer rx.deinit();
+    try tx.trySend(7);
+    try tx.trySend(8);
+    tx.deinit();
+    try testing.expect(rx.isClosed());
+    var recv = rx.recv();
+    try testing.expectEqual(@as(u32, 7), try future.pollOnce(&recv).ready);
+    try testing.expectEqual(@as(u32, 8), try rx.tryRecv());
+    try testing.expectError(error.Closed, rx.tryRecv());
+}
+
+test "bounded: the last receiver closes; sends fail and hand the value back; a waiting sender is woken" {
+    var tx, var rx = try Bounded(u32).init(testing.allocator, 1);
+    defer tx.deinit();
+    var rx2 = rx.clone();
+    try testing.expectEqual(@as(usize, 2), tx.receiverCount());
+    rx.deinit();
+    try tx.trySend(1); // A receiver is left.
+    var counter = Waker.Counting{};
+    const waker = counter.waker();
+    defer waker.drop();
+    var send = tx.send(2);
+    try testing.expect(pollWith(&send, &waker) == .pending);
+    rx2.deinit(); // The last receiver: closes, wakes the sender.
+    try testing.expectEqual(@as(u32, 1), counter.wakeCount());
+    try testing.expectError(error.Closed, pollWith(&send, &waker).ready);
+    try testing.expectEqual(@as(?u32, 2), send.takeBack());
+    try testing.expectError(error.Closed, tx.trySend(3));
+    try testing.expect(tx.isClosed());
+    try testing.expectEqual(@as(usize, 0), tx.len()); // The buffered 1 was drained.
+    try testing.expectEqual(@as(i32, 1), counter.outstanding());
+}
+
+test "bounded: owned values left in the channel are released exactly once" {
+    const RcBuffer = @import("../RcBuffer.zig");
+    const buffer = try RcBuffer.init(testing.allocator, "payload");
+    defer buffer.release();
+    {
+        // The last receiver goes first: it releases what is buffered.
+        var tx, var rx = try Bounded(*RcBuffer).init(testing.allocator, 4);
+        for (0..3) |_| try tx.trySend(buffer.clone());
+        try testing.expectEqual(@as(usize, 4), buffer.refCount());
+        rx.deinit();
+        try testing.expectEqual(@as(usize, 1), buffer.refCount());
+        const extra = buffer.clone();
+        try testing.expectError(error.Closed, tx.trySend(extra)); // Handed back: ours.
+        extra.release();
+        tx.deinit();
+    }
+    {
+        // The last sender goes first; the last handle (the receiver) frees the rest.
+        var tx, var rx = try Bounded(*RcBuffer).init(testing.allocator, 4);
+        for (0..4) |_| try tx.trySend(buffer.clone());
+        tx.deinit();
+        const received = try rx.tryRecv();
+        received.release();
+        try testing.expectEqual(@as(usize, 4), buffer.refCount());
+        rx.deinit();
+        try testing.expectEqual(@as(usize, 1), buffer.refCount());
     }
 }

@@ -1,10 +1,13 @@
-//! Small pieces shared by the channels: cache-line padding, bounded spinning, copying a value
-//! through atomic words (for the seqlocks of Broadcast and Watch), the "yield now" helper, and
-//! for tests only: a hook that injects an action between a failed check and the waiter
+//! Small pieces shared by the channels: cache-line padding, bounded spinning (and, past the
+//! bound, sleeping), copying a value through atomic words (for the seqlocks of Broadcast and
+//! Watch), the ownership rules of a value type (`Ownership`), the handle counts of a channel
+//! whose shared state is freed by its last handle (`Handles`), the "yield now" helper, and for
+//! tests only: a hook that injects an action between a failed check and the waiter
 //! registration, and `pollWith` (poll a future once with a given waker).
 
 const std = @import("std");
 const builtin = @import("builtin");
+const assert = std.debug.assert;
 const future = @import("../future.zig");
 const budget = @import("../budget.zig");
 const Waker = @import("../Waker.zig");
@@ -20,11 +23,22 @@ pub fn Padded(comptime V: type) type {
 /// Exponential spinning for waits on another thread's short critical section (a few
 /// instructions between two atomic operations). `spin` only spins; `snooze` spins and then
 /// yields the OS thread. `isCompleted` bounds waits that have a fallback.
+///
+/// `pause` is for the few synchronous waits that have no fallback (a synchronous send that
+/// must wait for another sender's write to finish): it snoozes until `isCompleted`, and then
+/// sleeps, 1 µs at first and twice as long each time up to `sleep_max_ns`, so that a peer that
+/// was preempted inside its critical section gets the CPU instead of a thread that loops on
+/// `Thread.yield`. Nobody wakes a sleeper (that would cost every send a sequentially
+/// consistent store to find out whether someone sleeps); it re-checks when its sleep ends.
+/// These waits need a peer preempted inside a window of a few instructions, so they are rare.
 pub const Backoff = struct {
     step: u32 = 0,
 
     const spin_limit = 6;
     const yield_limit = 10;
+    /// Longest single sleep of `pause`.
+    pub const sleep_max_ns: u64 = 1_000_000;
+    const sleep_first_ns: u64 = 1_000;
 
     pub fn spin(self: *Backoff) void {
         const shift: u5 = @intCast(@min(self.step, spin_limit));
@@ -43,6 +57,178 @@ pub const Backoff = struct {
 
     pub fn isCompleted(self: *const Backoff) bool {
         return self.step > yield_limit;
+    }
+
+    /// Snoozes, and once the bound is reached sleeps (see the type comment). Returns the
+    /// nanoseconds slept by this call (0 while still spinning or yielding).
+    pub fn pause(self: *Backoff) u64 {
+        if (!self.isCompleted()) {
+            self.snooze();
+            return 0;
+        }
+        const doublings: u6 = @intCast(@min(self.step - yield_limit - 1, 10));
+        const sleep_ns = @min(sleep_first_ns << doublings, sleep_max_ns);
+        std.Thread.sleep(sleep_ns);
+        if (self.step < std.math.maxInt(u32)) self.step += 1;
+        return sleep_ns;
+    }
+};
+
+/// How a channel treats values of type `T`, decided at compile time.
+///
+/// - **Plain** data is copied bit for bit; every copy is independent (a pointer inside plain
+///   data is shared, not owned).
+/// - An **owned** value holds a resource that must be released exactly once: a single-item
+///   pointer to a type with `clone` and `release` (or `deinit`) declarations, such as
+///   `*RcBuffer`, or a struct, union or enum with `clone` and `deinit` declarations. `clone`
+///   takes only the value and returns a new `T` (another reference, or a deep copy); `release`
+///   / `deinit` takes only the value. Watch and Broadcast hand every receiver its own clone
+///   and release the copy the channel keeps when it is replaced, evicted or left at the end;
+///   every channel releases the values still buffered when its shared state is freed.
+pub fn Ownership(comptime T: type) type {
+    const kind = ownershipKind(T);
+    return struct {
+        pub const owned = kind != .plain;
+
+        /// A new value the caller owns (for plain data: a copy).
+        pub inline fn clone(value: *const T) T {
+            return switch (kind) {
+                .plain => value.*,
+                .pointer => value.*.clone(),
+                .value => value.clone(),
+            };
+        }
+
+        /// Gives up `value` (for plain data: nothing).
+        pub inline fn release(value: T) void {
+            switch (kind) {
+                .plain => {},
+                .pointer => {
+                    const Child = @typeInfo(T).pointer.child;
+                    if (@hasDecl(Child, "release")) value.release() else value.deinit();
+                },
+                .value => {
+                    var copy = value;
+                    copy.deinit();
+                },
+            }
+        }
+    };
+}
+
+const OwnershipKind = enum { plain, pointer, value };
+
+fn isContainer(comptime T: type) bool {
+    return switch (@typeInfo(T)) {
+        .@"struct", .@"union", .@"enum", .@"opaque" => true,
+        else => false,
+    };
+}
+
+fn ownershipKind(comptime T: type) OwnershipKind {
+    switch (@typeInfo(T)) {
+        .pointer => |info| {
+            const Child = info.child;
+            if (info.size != .one or !isContainer(Child)) return .plain;
+            if (!@hasDecl(Child, "clone")) return .plain;
+            if (!@hasDecl(Child, "release") and !@hasDecl(Child, "deinit")) return .plain;
+            checkOneArgument(Child, "clone");
+            checkOneArgument(Child, if (@hasDecl(Child, "release")) "release" else "deinit");
+            return .pointer;
+        },
+        .@"struct", .@"union", .@"enum" => {
+            if (!@hasDecl(T, "clone") or !@hasDecl(T, "deinit")) return .plain;
+            checkOneArgument(T, "clone");
+            checkOneArgument(T, "deinit");
+            return .value;
+        },
+        else => return .plain,
+    }
+}
+
+fn checkOneArgument(comptime Container: type, comptime name: []const u8) void {
+    const Fn = @TypeOf(@field(Container, name));
+    const info = @typeInfo(Fn);
+    if (info != .@"fn" or info.@"fn".params.len != 1) {
+        @compileError("channel value " ++ @typeName(Container) ++ "." ++ name ++
+            " must take only the value (channels clone and release values without extra arguments)");
+    }
+}
+
+/// The handle counts of a channel whose shared state lives on the heap and is freed by its
+/// last handle (`Sender`s and `Receiver`s, like the two halves of Tokio's channels around
+/// their `Arc`).
+///
+/// `senders` and `receivers` decide when a side is gone (the caller then closes the channel
+/// while it still holds its own reference); `refs` counts every handle and decides when the
+/// state is freed. Dropping a handle is therefore two steps: `dropSender`/`dropReceiver`
+/// (close if it was the last of its side), then `release` (free if it was the last handle).
+///
+/// Orderings, as `Arc`: a new handle is made from an existing one, which keeps the state
+/// alive, so increments are monotonic. Decrements are acq_rel: release orders this handle's
+/// uses of the state before the decrement; the thread whose decrement reaches zero acquires
+/// every earlier decrement (they form a release sequence), so all uses by other handles
+/// happen before the close or the free it then performs.
+pub const Handles = struct {
+    senders: std.atomic.Value(usize),
+    receivers: std.atomic.Value(usize),
+    refs: std.atomic.Value(usize),
+
+    /// Like `Arc`'s limit: far beyond any real use, catches leaks in loops.
+    pub const count_max: usize = std.math.maxInt(isize);
+
+    pub fn init(senders: usize, receivers: usize) Handles {
+        return .{ .senders = .init(senders), .receivers = .init(receivers), .refs = .init(senders + receivers) };
+    }
+
+    pub fn addSender(self: *Handles) void {
+        add(&self.senders);
+        add(&self.refs);
+    }
+
+    /// A new receiver. Unlike a sender, a receiver may be added when none is left (Watch and
+    /// Broadcast senders `subscribe`); the caller holds a handle, so `refs` is not zero.
+    pub fn addReceiver(self: *Handles) void {
+        // Monotonic: only counts; `send` reads the receiver count as a hint, like Tokio.
+        const previous = self.receivers.fetchAdd(1, .monotonic);
+        if (previous >= count_max) @panic("channel: receiver count overflow");
+        add(&self.refs);
+    }
+
+    fn add(counter: *std.atomic.Value(usize)) void {
+        // Monotonic: see the type comment.
+        const previous = counter.fetchAdd(1, .monotonic);
+        if (previous >= count_max) @panic("channel: handle count overflow");
+        assert(previous > 0); // Cloned from a handle that was already gone.
+    }
+
+    /// True when this was the last sender: the caller closes the channel, then `release`s.
+    pub fn dropSender(self: *Handles) bool {
+        const previous = self.senders.fetchSub(1, .acq_rel);
+        assert(previous > 0); // Sender deinitialised twice.
+        return previous == 1;
+    }
+
+    /// True when this was the last receiver: the caller closes the channel, then `release`s.
+    pub fn dropReceiver(self: *Handles) bool {
+        const previous = self.receivers.fetchSub(1, .acq_rel);
+        assert(previous > 0); // Receiver deinitialised twice.
+        return previous == 1;
+    }
+
+    /// True when this was the last handle: the caller frees the shared state.
+    pub fn release(self: *Handles) bool {
+        const previous = self.refs.fetchSub(1, .acq_rel);
+        assert(previous > 0);
+        return previous == 1;
+    }
+
+    pub fn senderCount(self: *const Handles) usize {
+        return self.senders.load(.monotonic);
+    }
+
+    pub fn receiverCount(self: *const Handles) usize {
+        return self.receivers.load(.monotonic);
     }
 };
 
@@ -143,6 +329,65 @@ test "backoff completes after a bounded number of steps" {
     var steps: u32 = 0;
     while (!backoff.isCompleted()) : (steps += 1) backoff.snooze();
     try std.testing.expect(steps <= Backoff.yield_limit + 1);
+}
+
+test "backoff pause sleeps only after the bound, and at most sleep_max_ns at a time" {
+    var backoff = Backoff{};
+    var slept_ns: u64 = 0;
+    while (!backoff.isCompleted()) slept_ns += backoff.pause();
+    try std.testing.expectEqual(@as(u64, 0), slept_ns);
+    try std.testing.expect(backoff.pause() > 0);
+    backoff.step = std.math.maxInt(u32) - 1;
+    try std.testing.expectEqual(Backoff.sleep_max_ns, backoff.pause());
+}
+
+test "ownership is decided by the type" {
+    const RcBuffer = @import("../RcBuffer.zig");
+    const Counted = struct {
+        count: *u32,
+        pub fn clone(self: @This()) @This() {
+            self.count.* += 1;
+            return self;
+        }
+        pub fn deinit(self: *@This()) void {
+            self.count.* -= 1;
+        }
+    };
+    try std.testing.expect(!Ownership(u64).owned);
+    try std.testing.expect(!Ownership([4]u64).owned);
+    try std.testing.expect(!Ownership(*u64).owned);
+    try std.testing.expect(!Ownership(struct { a: u32 }).owned);
+    try std.testing.expect(Ownership(*RcBuffer).owned);
+    try std.testing.expect(Ownership(Counted).owned);
+
+    const buffer = try RcBuffer.init(std.testing.allocator, "x");
+    const copy = Ownership(*RcBuffer).clone(&buffer);
+    try std.testing.expectEqual(@as(usize, 2), buffer.refCount());
+    Ownership(*RcBuffer).release(copy);
+    Ownership(*RcBuffer).release(buffer); // The testing allocator reports a leak otherwise.
+
+    var live: u32 = 1;
+    const value = Counted{ .count = &live };
+    const second = Ownership(Counted).clone(&value);
+    try std.testing.expectEqual(@as(u32, 2), live);
+    Ownership(Counted).release(second);
+    Ownership(Counted).release(value);
+    try std.testing.expectEqual(@as(u32, 0), live);
+}
+
+test "handles: the last of a side and the last handle are reported once" {
+    var handles = Handles.init(1, 1);
+    handles.addSender();
+    handles.addReceiver();
+    try std.testing.expectEqual(@as(usize, 2), handles.senderCount());
+    try std.testing.expect(!handles.dropSender());
+    try std.testing.expect(!handles.release());
+    try std.testing.expect(handles.dropSender());
+    try std.testing.expect(!handles.release());
+    try std.testing.expect(!handles.dropReceiver());
+    try std.testing.expect(!handles.release());
+    try std.testing.expect(handles.dropReceiver());
+    try std.testing.expect(handles.release());
 }
 
 test "padded values own their cache line" {

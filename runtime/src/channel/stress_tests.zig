@@ -51,30 +51,37 @@ const SeenSet = struct {
 // -- Bounded: 4 producers x 4 consumers -------------------------------------------------
 
 const MpmcShared = struct {
-    channel: Bounded(u64),
+    sender: Bounded(u64).Sender,
+    receiver: Bounded(u64).Receiver,
     seen: SeenSet,
     per_producer: u64,
     received: std.atomic.Value(u64) = .init(0),
     sum: std.atomic.Value(u64) = .init(0),
     duplicates: std.atomic.Value(u64) = .init(0),
 
-    fn produce(self: *MpmcShared, producer: u64) void {
+    /// Each producer has its own sender clone; the last one to finish closes the channel.
+    fn produce(self: *MpmcShared, sender: Bounded(u64).Sender, producer: u64) void {
+        var tx = sender;
+        defer tx.deinit();
         const first = producer * self.per_producer;
         for (first..first + self.per_producer) |value| {
             if (value % 5 == 0) {
                 // Mix in the synchronous path.
-                if (self.channel.trySend(value)) |_| continue else |_| {}
+                if (tx.trySend(value)) |_| continue else |_| {}
             }
-            var send = self.channel.send(value);
+            var send = tx.send(value);
             blockOnThread(&send) catch unreachable; // Closed only after the producers finish.
         }
     }
 
-    fn consume(self: *MpmcShared) void {
+    /// Each consumer has its own receiver clone and drains until the last sender is gone.
+    fn consume(self: *MpmcShared, receiver: Bounded(u64).Receiver) void {
+        var rx = receiver;
+        defer rx.deinit();
         var count: u64 = 0;
         var sum: u64 = 0;
         while (true) {
-            var recv = self.channel.recv();
+            var recv = rx.recv();
             const value = blockOnThread(&recv) catch break;
             count += 1;
             sum +%= value;
@@ -88,19 +95,22 @@ const MpmcShared = struct {
 fn runMpmc(total: u64, buffer_capacity: usize) !void {
     const producers = 4;
     const consumers = 4;
+    const tx, const rx = try Bounded(u64).init(testing.allocator, buffer_capacity);
     var shared = MpmcShared{
-        .channel = try Bounded(u64).init(testing.allocator, buffer_capacity),
+        .sender = tx,
+        .receiver = rx,
         .seen = try SeenSet.init(testing.allocator, total),
         .per_producer = total / producers,
     };
-    defer shared.channel.deinit();
     defer shared.seen.deinit(testing.allocator);
     var consumer_threads: [consumers]std.Thread = undefined;
-    for (&consumer_threads) |*t| t.* = try std.Thread.spawn(.{}, MpmcShared.consume, .{&shared});
+    for (&consumer_threads) |*t| t.* = try std.Thread.spawn(.{}, MpmcShared.consume, .{ &shared, shared.receiver.clone() });
     var producer_threads: [producers]std.Thread = undefined;
-    for (&producer_threads, 0..) |*t, p| t.* = try std.Thread.spawn(.{}, MpmcShared.produce, .{ &shared, p });
+    for (&producer_threads, 0..) |*t, p| t.* = try std.Thread.spawn(.{}, MpmcShared.produce, .{ &shared, shared.sender.clone(), p });
+    // The channel closes when the last producer's clone goes: no explicit close.
+    shared.sender.deinit();
+    shared.receiver.deinit();
     for (producer_threads) |t| t.join();
-    shared.channel.close();
     for (consumer_threads) |t| t.join();
 
     const sent = shared.per_producer * producers;
@@ -143,7 +153,8 @@ fn pollOrCancel(f: anytype, random: std.Random) ?@TypeOf(f.*).Output {
 }
 
 const CancelShared = struct {
-    channel: Bounded(u64),
+    sender: Bounded(u64).Sender,
+    receiver: Bounded(u64).Receiver,
     seen: SeenSet,
     per_producer: u64,
     seed: u64,
@@ -157,7 +168,7 @@ const CancelShared = struct {
         for (first..first + self.per_producer) |value| {
             var pending_value: u64 = value;
             while (true) {
-                var send = self.channel.send(pending_value);
+                var send = self.sender.send(pending_value);
                 if (pollOrCancel(&send, prng.random())) |result| {
                     result catch unreachable;
                     break;
@@ -172,7 +183,7 @@ const CancelShared = struct {
     fn consume(self: *CancelShared, consumer: u64) void {
         var prng = std.Random.DefaultPrng.init(self.seed +% 1000 +% consumer);
         while (true) {
-            var recv = self.channel.recv();
+            var recv = self.receiver.recv();
             const result = pollOrCancel(&recv, prng.random()) orelse {
                 _ = self.cancels.fetchAdd(1, .monotonic);
                 continue;
@@ -190,19 +201,21 @@ test "stress: bounded with random cancellation never loses or duplicates a value
     const producers = 3;
     const consumers = 3;
     const total = test_support.scaled(60_000, 20);
+    const tx, const rx = try Bounded(u64).init(testing.allocator, 2);
     var shared = CancelShared{
-        .channel = try Bounded(u64).init(testing.allocator, 2),
+        .sender = tx,
+        .receiver = rx,
         .seen = try SeenSet.init(testing.allocator, total),
         .per_producer = total / producers,
         .seed = seed,
     };
-    defer shared.channel.deinit();
+    defer shared.receiver.deinit();
     defer shared.seen.deinit(testing.allocator);
     var threads: [producers + consumers]std.Thread = undefined;
     for (threads[producers..], 0..) |*t, c| t.* = try std.Thread.spawn(.{}, CancelShared.consume, .{ &shared, c });
     for (threads[0..producers], 0..) |*t, p| t.* = try std.Thread.spawn(.{}, CancelShared.produce, .{ &shared, p });
     for (threads[0..producers]) |t| t.join();
-    shared.channel.close();
+    shared.sender.deinit(); // The last sender: the consumers drain, then see Closed.
     for (threads[producers..]) |t| t.join();
     const sent = shared.per_producer * producers;
     try testing.expectEqual(sent, shared.received.load(.monotonic));
@@ -212,25 +225,32 @@ test "stress: bounded with random cancellation never loses or duplicates a value
 
 // -- Oneshot: echo across threads ---------------------------------------------------------
 
-const Request = struct { payload: u64, reply: *Oneshot(u64) };
+const Request = struct { payload: u64, reply: Oneshot(u64).Sender };
 
-fn echoServer(requests: *Bounded(Request)) void {
+fn echoServer(receiver: Bounded(Request).Receiver) void {
+    var requests = receiver;
+    defer requests.deinit();
     while (true) {
         var recv = requests.recv();
-        const request = blockOnThread(&recv) catch return;
+        var request = blockOnThread(&recv) catch return;
         // The caller may free the oneshot as soon as it sees the value: `send` must not
         // touch it after publishing.
         request.reply.send(request.payload + 1) catch unreachable;
     }
 }
 
-fn echoCaller(requests: *Bounded(Request), caller: u64, calls: u64, failures: *std.atomic.Value(u64)) void {
+fn echoCaller(sender: Bounded(Request).Sender, caller: u64, calls: u64, failures: *std.atomic.Value(u64)) void {
+    var requests = sender;
+    defer requests.deinit();
     for (0..calls) |i| {
         var reply = Oneshot(u64).init(); // On this stack frame, reused every iteration.
+        const reply_tx, var reply_rx = reply.split();
+        defer reply.deinit(); // Asserts the lifetime rule before the next iteration reuses it.
+        defer reply_rx.deinit();
         const payload = caller * 1_000_000_000 + i;
-        var send = requests.send(.{ .payload = payload, .reply = &reply });
+        var send = requests.send(.{ .payload = payload, .reply = reply_tx });
         blockOnThread(&send) catch unreachable;
-        var recv = reply.recv();
+        var recv = reply_rx.recv();
         const answer = blockOnThread(&recv) catch {
             _ = failures.fetchAdd(1, .monotonic);
             continue;
@@ -242,14 +262,13 @@ fn echoCaller(requests: *Bounded(Request), caller: u64, calls: u64, failures: *s
 test "stress: oneshot replies across threads (echo), oneshot on the caller's stack" {
     const callers = 3;
     const calls = test_support.scaled(30_000, 30);
-    var requests = try Bounded(Request).init(testing.allocator, 2 * callers);
-    defer requests.deinit();
+    var tx, const rx = try Bounded(Request).init(testing.allocator, 2 * callers);
     var failures = std.atomic.Value(u64).init(0);
-    const server = try std.Thread.spawn(.{}, echoServer, .{&requests});
+    const server = try std.Thread.spawn(.{}, echoServer, .{rx});
     var threads: [callers]std.Thread = undefined;
-    for (&threads, 0..) |*t, c| t.* = try std.Thread.spawn(.{}, echoCaller, .{ &requests, c, calls, &failures });
+    for (&threads, 0..) |*t, c| t.* = try std.Thread.spawn(.{}, echoCaller, .{ tx.clone(), c, calls, &failures });
+    tx.deinit(); // The callers' clones keep it open; the last one closes it for the server.
     for (threads) |t| t.join();
-    requests.close();
     server.join();
     try testing.expectEqual(@as(u64, 0), failures.load(.monotonic));
 }
@@ -259,18 +278,52 @@ const RaceOutcome = struct {
     refused: std.atomic.Value(u64) = .init(0),
     received: std.atomic.Value(u64) = .init(0),
     mismatches: std.atomic.Value(u64) = .init(0),
+    /// Tokens alive: each is released exactly once (by its receiver, by the receiver's
+    /// deinit when it was never received, or by the sender when the send was refused).
+    live: std.atomic.Value(i64) = .init(0),
+    releases: std.atomic.Value(u64) = .init(0),
 };
 
-fn raceSender(channel: *Oneshot(u64), start: *std.atomic.Value(u32), outcome: *RaceOutcome) void {
+/// An owned value: `deinit` counts the release; a second release of the same token would
+/// drive `live` below zero.
+const Token = struct {
+    id: u64,
+    outcome: *RaceOutcome,
+
+    fn create(id: u64, outcome: *RaceOutcome) Token {
+        _ = outcome.live.fetchAdd(1, .monotonic);
+        return .{ .id = id, .outcome = outcome };
+    }
+
+    pub fn clone(self: Token) Token {
+        return create(self.id, self.outcome);
+    }
+
+    pub fn deinit(self: *Token) void {
+        _ = self.outcome.releases.fetchAdd(1, .monotonic);
+        const previous = self.outcome.live.fetchSub(1, .monotonic);
+        if (previous <= 0) _ = self.outcome.mismatches.fetchAdd(1, .monotonic);
+    }
+};
+
+fn raceSender(sender: Oneshot(Token).Sender, close_instead: bool, start: *std.atomic.Value(u32), outcome: *RaceOutcome) void {
+    var tx = sender;
     while (start.load(.acquire) == 0) std.atomic.spinLoopHint();
-    if (channel.send(7)) |_| {
+    if (close_instead) {
+        tx.deinit(); // The receiver must see Closed.
+        _ = outcome.refused.fetchAdd(1, .monotonic);
+        return;
+    }
+    var token = Token.create(7, outcome);
+    if (tx.send(token)) |_| {
         _ = outcome.sent.fetchAdd(1, .monotonic);
     } else |_| {
+        token.deinit(); // Handed back: ours to release.
         _ = outcome.refused.fetchAdd(1, .monotonic);
     }
 }
 
-test "stress: oneshot send racing with recv, cancel and closeReceiver" {
+test "stress: oneshot send or sender deinit racing with recv, cancel, close and receiver deinit" {
     const seed = test_support.seed();
     errdefer test_support.reportSeed("oneshot race", seed);
     var prng = std.Random.DefaultPrng.init(seed);
@@ -278,59 +331,71 @@ test "stress: oneshot send racing with recv, cancel and closeReceiver" {
     const rounds = test_support.scaled(5_000, 20);
     var outcome = RaceOutcome{};
     for (0..rounds) |_| {
-        var channel = Oneshot(u64).init();
+        var channel = Oneshot(Token).init();
+        const tx, var rx = channel.split();
         var start = std.atomic.Value(u32).init(0);
-        const sender = try std.Thread.spawn(.{}, raceSender, .{ &channel, &start, &outcome });
+        const close_instead = random.uintLessThan(u32, 4) == 0;
+        const sender = try std.Thread.spawn(.{}, raceSender, .{ tx, close_instead, &start, &outcome });
         start.store(1, .release);
-        const mode = random.uintLessThan(u32, 3);
-        var got: ?u64 = null;
-        switch (mode) {
+        var got: ?Token = null;
+        switch (random.uintLessThan(u32, 4)) {
             0 => {
-                var recv = channel.recv();
+                var recv = rx.recv();
                 got = blockOnThread(&recv) catch null;
             },
             1 => {
                 // Register, maybe see the value, then give up.
-                var recv = channel.recv();
+                var recv = rx.recv();
                 switch (future.pollOnce(&recv)) {
                     .ready => |result| got = result catch null,
                     .pending => recv.cancel(),
                 }
-                channel.closeReceiver();
+                rx.close();
             },
-            else => channel.closeReceiver(),
+            2 => rx.close(),
+            else => {}, // Deinitialise at once.
         }
-        // The memory must outlive the sender when the receiver gave up first.
-        sender.join();
-        if (got == null) got = channel.tryRecv() catch null; // A value sent before close.
-        if (got) |value| {
-            if (value != 7) _ = outcome.mismatches.fetchAdd(1, .monotonic);
+        if (got == null and random.boolean()) got = rx.tryRecv() catch null; // Sent before the close.
+        if (got) |*token| {
+            if (token.id != 7) _ = outcome.mismatches.fetchAdd(1, .monotonic);
             _ = outcome.received.fetchAdd(1, .monotonic);
+            token.deinit();
         }
+        // Gives up, releasing a token that was sent and not taken; the state must outlive
+        // the sender (joined next), and is finished after both.
+        rx.deinit();
+        sender.join();
+        try testing.expect(channel.isFinished());
+        channel.deinit();
     }
-    // Every value is either delivered (and received exactly once) or refused.
+    // Every round either delivered a token or refused; every token was released exactly
+    // once (received ones by the receiver, the rest by its deinit or by the refused sender).
     try testing.expectEqual(@as(u64, rounds), outcome.sent.load(.monotonic) + outcome.refused.load(.monotonic));
-    try testing.expectEqual(outcome.sent.load(.monotonic), outcome.received.load(.monotonic));
+    try testing.expect(outcome.received.load(.monotonic) <= outcome.sent.load(.monotonic));
     try testing.expectEqual(@as(u64, 0), outcome.mismatches.load(.monotonic));
+    try testing.expectEqual(@as(i64, 0), outcome.live.load(.monotonic));
 }
 
 // -- Broadcast ---------------------------------------------------------------------------
 
 const BroadcastShared = struct {
-    channel: Broadcast(u64),
     sent_per_sender: u64,
     errors: std.atomic.Value(u64) = .init(0),
     lags: std.atomic.Value(u64) = .init(0),
 
-    fn sendAll(self: *BroadcastShared, sender: u64) void {
+    /// Sends on its own sender handle and gives it up at the end: the last one closes.
+    fn sendAll(self: *BroadcastShared, sender: Broadcast(u64).Sender, id: u64) void {
+        var tx = sender;
+        defer tx.deinit();
         for (0..self.sent_per_sender) |i| {
-            _ = self.channel.send(sender << 32 | i) catch unreachable;
+            _ = tx.send(id << 32 | i) catch unreachable;
             if (i % 64 == 0) std.Thread.yield() catch {};
         }
     }
 
     /// Single sender: value == position, so lag accounting is checked exactly.
     fn receiveExact(self: *BroadcastShared, receiver: *Broadcast(u64).Receiver) void {
+        defer receiver.deinit();
         var expected: u64 = 0;
         while (true) {
             var recv = receiver.recv();
@@ -351,6 +416,7 @@ const BroadcastShared = struct {
     /// Several senders: per sender, values arrive in increasing order; received plus
     /// missed equals the number of values sent.
     fn receiveOrdered(self: *BroadcastShared, receiver: *Broadcast(u64).Receiver, senders: usize) void {
+        defer receiver.deinit();
         var last: [4]?u64 = .{ null, null, null, null };
         var accounted: u64 = 0;
         while (true) {
@@ -392,17 +458,14 @@ const BroadcastShared = struct {
 
 test "stress: broadcast single sender, receivers see values in order, lag counted exactly" {
     const receivers = 3;
-    var shared = BroadcastShared{
-        .channel = try Broadcast(u64).init(testing.allocator, 8),
-        .sent_per_sender = test_support.scaled(200_000, 50),
-    };
-    defer shared.channel.deinit();
+    var shared = BroadcastShared{ .sent_per_sender = test_support.scaled(200_000, 50) };
+    const tx, const first = try Broadcast(u64).init(testing.allocator, 8);
     var handles: [receivers]Broadcast(u64).Receiver = undefined;
-    for (&handles) |*h| h.* = shared.channel.subscribe();
+    handles[0] = first;
+    for (handles[1..]) |*h| h.* = tx.subscribe();
     var threads: [receivers]std.Thread = undefined;
     for (&threads, &handles) |*t, *h| t.* = try std.Thread.spawn(.{}, BroadcastShared.receiveExact, .{ &shared, h });
-    shared.sendAll(0);
-    shared.channel.close();
+    shared.sendAll(tx, 0); // Its deinit is the last sender's: receivers drain, then Closed.
     for (threads) |t| t.join();
     try testing.expectEqual(@as(u64, 0), shared.errors.load(.monotonic));
 }
@@ -410,19 +473,16 @@ test "stress: broadcast single sender, receivers see values in order, lag counte
 test "stress: broadcast concurrent senders, per-sender order, received + missed = sent" {
     const senders = 3;
     const receivers = 2;
-    var shared = BroadcastShared{
-        .channel = try Broadcast(u64).init(testing.allocator, 4),
-        .sent_per_sender = test_support.scaled(100_000, 50),
-    };
-    defer shared.channel.deinit();
+    var shared = BroadcastShared{ .sent_per_sender = test_support.scaled(100_000, 50) };
+    var tx, const first = try Broadcast(u64).init(testing.allocator, 4);
     var handles: [receivers]Broadcast(u64).Receiver = undefined;
-    for (&handles) |*h| h.* = shared.channel.subscribe();
+    handles[0] = first;
+    for (handles[1..]) |*h| h.* = tx.subscribe();
     var threads: [senders + receivers]std.Thread = undefined;
     for (threads[senders..], &handles) |*t, *h| t.* = try std.Thread.spawn(.{}, BroadcastShared.receiveOrdered, .{ &shared, h, senders });
-    for (threads[0..senders], 0..) |*t, s| t.* = try std.Thread.spawn(.{}, BroadcastShared.sendAll, .{ &shared, s });
-    for (threads[0..senders]) |t| t.join();
-    shared.channel.close();
-    for (threads[senders..]) |t| t.join();
+    for (threads[0..senders], 0..) |*t, id| t.* = try std.Thread.spawn(.{}, BroadcastShared.sendAll, .{ &shared, tx.clone(), id });
+    tx.deinit(); // The senders' clones keep the channel open until the last one finishes.
+    for (threads) |t| t.join();
     try testing.expectEqual(@as(u64, 0), shared.errors.load(.monotonic));
 }
 
@@ -431,22 +491,25 @@ test "stress: broadcast concurrent senders, per-sender order, received + missed 
 const Quad = [4]u64;
 
 const WatchShared = struct {
-    channel: Watch(Quad),
     sends: u64,
     readers_started: std.atomic.Value(u32) = .init(0),
     torn: std.atomic.Value(u64) = .init(0),
     regressions: std.atomic.Value(u64) = .init(0),
     observed: std.atomic.Value(u64) = .init(0),
 
-    fn write(self: *WatchShared, readers: u32) void {
+    /// Sends 1..sends, then gives the (only) sender up: the channel closes.
+    fn write(self: *WatchShared, sender: Watch(Quad).Sender, readers: u32) void {
+        var tx = sender;
+        defer tx.deinit();
         while (self.readers_started.load(.acquire) < readers) std.Thread.yield() catch {};
         for (1..self.sends + 1) |i| {
-            self.channel.send(.{ i, i, i, i }) catch unreachable;
+            tx.send(.{ i, i, i, i }) catch unreachable;
             if (i % 256 == 0) std.Thread.yield() catch {};
         }
     }
 
     fn read(self: *WatchShared, receiver: *Watch(Quad).Receiver, use_changed: bool) void {
+        defer receiver.deinit();
         _ = self.readers_started.fetchAdd(1, .release);
         var last: u64 = 0;
         var last_version: u64 = 0;
@@ -456,7 +519,7 @@ const WatchShared = struct {
                 var changed = receiver.changed();
                 blockOnThread(&changed) catch break;
             }
-            const closed = self.channel.isClosed();
+            const closed = receiver.isClosed();
             const value = receiver.borrow();
             reads += 1;
             if (value[0] != value[1] or value[1] != value[2] or value[2] != value[3]) {
@@ -479,17 +542,14 @@ const WatchShared = struct {
 
 test "stress: watch readers never see torn values or going back" {
     const readers = 3;
-    var shared = WatchShared{
-        .channel = Watch(Quad).init(.{ 0, 0, 0, 0 }),
-        .sends = test_support.scaled(200_000, 20),
-    };
-    defer shared.channel.deinit();
+    var shared = WatchShared{ .sends = test_support.scaled(200_000, 20) };
+    const tx, const first = try Watch(Quad).init(testing.allocator, .{ 0, 0, 0, 0 });
     var receivers: [readers]Watch(Quad).Receiver = undefined;
-    for (&receivers) |*rx| rx.* = shared.channel.subscribe();
+    receivers[0] = first;
+    for (receivers[1..]) |*rx| rx.* = tx.subscribe();
     var threads: [readers]std.Thread = undefined;
     for (&threads, &receivers, 0..) |*t, *rx, i| t.* = try std.Thread.spawn(.{}, WatchShared.read, .{ &shared, rx, i != 0 });
-    shared.write(readers);
-    shared.channel.close();
+    shared.write(tx, readers);
     for (threads) |t| t.join();
     try testing.expectEqual(@as(u64, 0), shared.torn.load(.monotonic));
     try testing.expectEqual(@as(u64, 0), shared.regressions.load(.monotonic));
@@ -502,17 +562,26 @@ test "stress: watch readers never see torn values or going back" {
 test "no channel operation allocates after init" {
     var counting = CountingAllocator.init(testing.allocator);
     const allocator = counting.allocator();
-    var bounded = try Bounded(u64).init(allocator, 4);
-    defer bounded.deinit();
-    var broadcast = try Broadcast(u64).init(allocator, 16);
-    defer broadcast.deinit();
-    var watch = Watch(u64).init(0);
-    defer watch.deinit();
+    var bounded_tx, var bounded_rx = try Bounded(u64).init(allocator, 4);
+    defer bounded_tx.deinit();
+    defer bounded_rx.deinit();
+    var broadcast_tx, const first = try Broadcast(u64).init(allocator, 16);
+    defer broadcast_tx.deinit();
+    var watch_tx, var watch_rx = try Watch(u64).init(allocator, 0);
+    defer watch_tx.deinit();
+    defer watch_rx.deinit();
     const buffer = try RcBuffer.init(allocator, "payload");
     defer buffer.release();
+    var rc_watch_tx, var rc_watch_rx = try Watch(*RcBuffer).init(allocator, buffer.clone());
+    defer rc_watch_tx.deinit();
+    defer rc_watch_rx.deinit();
+    var rc_broadcast_tx, var rc_broadcast_rx = try Broadcast(*RcBuffer).init(allocator, 4);
+    defer rc_broadcast_tx.deinit();
+    defer rc_broadcast_rx.deinit();
     var receivers: [4]Broadcast(u64).Receiver = undefined;
-    for (&receivers) |*rx| rx.* = broadcast.subscribe();
-    var watch_rx = watch.subscribe();
+    receivers[0] = first;
+    for (receivers[1..]) |*rx| rx.* = broadcast_tx.subscribe();
+    defer for (&receivers) |*rx| rx.deinit();
     var counter = Waker.Counting{};
     const waker = counter.waker();
     defer waker.drop();
@@ -520,43 +589,54 @@ test "no channel operation allocates after init" {
 
     counting.reset();
     for (0..1000) |i| {
-        // Bounded: synchronous paths, and futures that wait and are woken.
-        try bounded.trySend(i);
-        _ = try bounded.tryRecv();
-        var recv = bounded.recv();
+        // Bounded: synchronous paths, and futures that wait and are woken; handle clones.
+        try bounded_tx.trySend(i);
+        _ = try bounded_rx.tryRecv();
+        var recv = bounded_rx.recv();
         assert(recv.poll(&cx) == .pending);
-        try bounded.trySend(i);
+        try bounded_tx.trySend(i);
         _ = try recv.poll(&cx).ready;
-        for (0..4) |_| try bounded.trySend(i);
-        var send = bounded.send(i);
+        for (0..4) |_| try bounded_tx.trySend(i);
+        var send = bounded_tx.send(i);
         assert(send.poll(&cx) == .pending);
-        for (0..4) |_| _ = try bounded.tryRecv();
+        for (0..4) |_| _ = try bounded_rx.tryRecv();
         _ = try send.poll(&cx).ready;
-        _ = try bounded.tryRecv();
+        _ = try bounded_rx.tryRecv();
+        var extra_tx = bounded_tx.clone();
+        extra_tx.deinit();
         // Oneshot: the synchronous path and a waiting receive.
         var oneshot = Oneshot(u64).init();
-        try oneshot.send(i);
-        _ = try oneshot.tryRecv();
+        var oneshot_tx, var oneshot_rx = oneshot.split();
+        try oneshot_tx.send(i);
+        _ = try oneshot_rx.tryRecv();
+        oneshot_rx.deinit();
         var reply = Oneshot(u64).init();
-        var reply_recv = reply.recv();
+        var reply_tx, var reply_rx = reply.split();
+        var reply_recv = reply_rx.recv();
         assert(reply_recv.poll(&cx) == .pending);
-        try reply.send(i);
+        try reply_tx.send(i);
         _ = try reply_recv.poll(&cx).ready;
+        reply_rx.deinit();
         // Broadcast.
-        _ = try broadcast.send(i);
+        _ = try broadcast_tx.send(i);
         for (&receivers) |*rx| _ = try rx.tryRecv();
         var broadcast_recv = receivers[0].recv();
         assert(broadcast_recv.poll(&cx) == .pending);
-        _ = try broadcast.send(i);
+        _ = try broadcast_tx.send(i);
         _ = try broadcast_recv.poll(&cx).ready;
         for (receivers[1..]) |*rx| _ = try rx.tryRecv();
         // Watch.
-        try watch.send(i);
+        try watch_tx.send(i);
         _ = watch_rx.borrow();
         var changed = watch_rx.changed();
         assert(changed.poll(&cx) == .pending);
-        try watch.send(i);
+        try watch_tx.send(i);
         _ = try changed.poll(&cx).ready;
+        // Owned values: clones and releases only.
+        try rc_watch_tx.send(buffer.clone());
+        rc_watch_rx.borrow().release();
+        _ = try rc_broadcast_tx.send(buffer.clone());
+        (try rc_broadcast_rx.tryRecv()).release();
         // RcBuffer.
         const copy = buffer.clone();
         copy.release();
