@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from . import fairness, load, stats
-from .compare import Comparison, compare, fairness_semantics
+from .compare import Comparison, compare
 from .errors import AnalysisError
 from .files import write_text_atomic
 from .load import Run, machine_table
@@ -73,8 +73,7 @@ def candidates_of(run: Run, baseline: str, candidate: str) -> list[str]:
 
 def compute(run: Run, baseline: str, candidate: str, tie_band: float, confidence: float) -> RunComparisons:
     """Compare every candidate of the run with the baseline (see candidates_of)."""
-    semantics = fairness_semantics()
-    comparisons = {name: compare(run, baseline, name, tie_band, confidence, semantics=semantics)
+    comparisons = {name: compare(run, baseline, name, tie_band, confidence)
                    for name in candidates_of(run, baseline, candidate)}
     return RunComparisons(run_id=run.run_id, run_path=str(run.path), info=run.info, meta=run.meta,
                           runtimes=run.runtimes, variants=run.variants, schema_version=run.schema_version,

@@ -16,7 +16,6 @@ reports and cached (analysis/artefact.py).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from . import fairness, schema, stats
-from .benchmarks import Semantics, Settings, analyse, same_semantics
+from .benchmarks import Settings, analyse
 from .diagnostics import diagnose
 from .errors import AnalysisError
 from .load import Run, load_run
@@ -34,10 +33,6 @@ ECHO_COLUMNS = ["suite", "tier", "benchmark", "param", "workers", "label", "runt
                 "avg_ns", "avg_ns_ci_low", "avg_ns_ci_high", "min_ns", "p75_ns", "p99_ns",
                 "p99_ns_ci_low", "p99_ns_ci_high", "p99_ns_ci_widest", "max_ns",
                 "avg_ratio", "avg_ratio_ci_low", "avg_ratio_ci_high", "p99_ratio"]
-
-
-#: A fairness-table "same semantics" cell that names a difference: `no:` then the difference.
-NO_CELL = re.compile(r"\s*no\s*:", re.IGNORECASE)
 
 
 @dataclass
@@ -70,24 +65,10 @@ def _settings(tie_band: float, confidence: float) -> Settings:
     return Settings(tie_band=tie_band, confidence=confidence)
 
 
-def fairness_semantics() -> Semantics:
-    """Like-for-like per benchmark from the fairness table of runtime/bench/README.md.
-
-    `fairness.like_for_like(benchmark)` decides; the note is the table's "same semantics" cell
-    after `no:`. Until fairness.py offers like_for_like, every row counts as like for like.
-    """
-    like_for_like = getattr(fairness, "like_for_like", None)
-    if like_for_like is None:
-        return same_semantics
-    table = fairness.fairness_table()
-    cells = dict(zip(table["benchmark"], table["same_semantics"])) if "same_semantics" in table else {}
-
-    def semantics(benchmark: str) -> tuple[bool, str]:
-        cell = cells.get(benchmark)
-        note = cell.split(":", 1)[1].strip() if isinstance(cell, str) and NO_CELL.match(cell) else ""
-        return bool(like_for_like(benchmark)), note
-
-    return semantics
+def fairness_semantics(benchmark: str) -> tuple[bool, str]:
+    """Like for like, and the difference that remains, from the fairness table of
+    runtime/bench/README.md (fairness.like_for_like / fairness.semantics_note)."""
+    return fairness.like_for_like(benchmark), fairness.semantics_note(benchmark)
 
 
 def _num_workers(constants: dict[str, Any]) -> int | None:
@@ -97,13 +78,12 @@ def _num_workers(constants: dict[str, Any]) -> int | None:
 
 def compare(run: Run | str = "latest", baseline: str = "tokio", candidate: str = "ampere",
             tie_band: float = stats.DEFAULT_TIE_BAND, confidence: float = stats.DEFAULT_CONFIDENCE,
-            data_dir: str | None = None, semantics: Semantics | None = None) -> Comparison:
+            data_dir: str | None = None) -> Comparison:
     """Compare `candidate` against `baseline` in one run (a Run, a run id, a path or `latest`).
 
     With only one of the two runtimes in the run it describes that runtime instead: no ratios,
     every verdict is None and `verdict_reason` says why (the `compare` command refuses such a
-    run; the notebooks describe it). `semantics`: like-for-like per benchmark (default: the
-    fairness table).
+    run; the notebooks describe it). Like for like per benchmark: the fairness table.
     """
     if not isinstance(run, Run):
         run = load_run(run, data_dir)
@@ -115,7 +95,7 @@ def compare(run: Run | str = "latest", baseline: str = "tokio", candidate: str =
         raise AnalysisError(f"run {run.run_id} has no {baseline} or {candidate} data (runtimes: {', '.join(run.runtimes)})")
     names = (baseline, candidate)
     benchmarks, runtimes, invocations = analyse(run.rows(baseline), run.rows(candidate), names, settings,
-                                                _num_workers(run.constants), semantics or fairness_semantics())
+                                                _num_workers(run.constants), fairness_semantics)
     compared = len(present) == 2
     if not compared:
         missing = candidate if baseline in present else baseline

@@ -30,7 +30,7 @@ def test_frames_and_verdicts(data_dir):
     assert math.isinf(b.loc["oncecell_set", "bytes_ratio"])
     assert (result.benchmarks["q_value"] >= result.benchmarks["p_value"] - 1e-12).all()
     assert result.benchmarks["workers"].tolist() == [0, 0, 0, 0, 0, 4, 4, 1, 1]
-    assert result.benchmarks["headline"].all() and result.benchmarks["like_for_like"].all()
+    assert result.benchmarks["headline"].all()
     micro = result.runtimes[result.runtimes["suite"] == "micro"]
     assert micro["n"].eq(30).all() and result.runtimes["n_invocations"].eq(3).all()
     assert micro["ci_method"].str.startswith("t over 3 invocations").all()
@@ -51,6 +51,14 @@ def test_the_centre_is_the_geometric_mean_of_invocation_medians(data_dir):
     assert mutex["ratio"] == pytest.approx(mutex["baseline_median_ns_per_op"] / mutex["candidate_median_ns_per_op"])
 
 
+def test_one_wall_time_geomean_line_when_every_row_is_like_for_like(data_dir, monkeypatch):
+    monkeypatch.setattr(fairness, "like_for_like", lambda name, readme=None: True)
+    s = compare("latest", data_dir=data_dir).summary
+    lines = "\n".join(s["lines"])
+    assert "  geometric mean ratio Tokio/ampere: " in lines and "like-for-like" not in lines
+    assert s["like_for_like_geomean_ratio"] == s["geomean_ratio"]
+
+
 def test_summary_counts_and_lines(data_dir):
     result = compare("latest", data_dir=data_dir)
     s = result.summary
@@ -65,11 +73,9 @@ def test_summary_counts_and_lines(data_dir):
     lines = "\n".join(s["lines"])
     assert "micro (tiers 1-4): ampere wins: 1 / 5   Tokio wins: 1 / 5" in lines
     assert "Total bytes per op: ampere 130.0  Tokio 266.0 (2.0x less)" in lines
-    assert "  geometric mean ratio Tokio/ampere: " in lines and "geometric mean CPU ratio Tokio/ampere: " in lines
-    assert "like-for-like" not in lines  # every row is like for like: one wall-time line
+    assert "geometric mean CPU ratio Tokio/ampere: " in lines
     lo, hi = micro["geomean_ratio_ci"]
     assert lo <= micro["geomean_ratio"] <= hi
-    assert s["like_for_like_geomean_ratio"] == s["geomean_ratio"]  # every row is like for like here
 
 
 def test_swapping_baseline_and_candidate_mirrors_everything(data_dir):
@@ -211,10 +217,11 @@ def test_a_variant_is_a_runtime_of_its_own(tmp_path):
 
 
 def test_like_for_like_from_the_fairness_table(data_dir, monkeypatch):
-    """fairness.like_for_like decides (a fake here); the note is the table's `no:` text."""
-    table = pd.DataFrame({"benchmark": ["oneshot"], "same_semantics": ["no: no sender/receiver pair"]})
-    monkeypatch.setattr(fairness, "like_for_like", lambda name: name != "oneshot", raising=False)
-    monkeypatch.setattr(fairness, "fairness_table", lambda readme=None: table)
+    """fairness.like_for_like decides (a fake here) and fairness.semantics_note names the difference;
+    the summary gives the geometric mean over the like-for-like rows and over all rows."""
+    monkeypatch.setattr(fairness, "like_for_like", lambda name, readme=None: name != "oneshot")
+    monkeypatch.setattr(fairness, "semantics_note",
+                        lambda name, readme=None: "no sender/receiver pair" if name == "oneshot" else "")
     result = compare("latest", data_dir=data_dir)
     b = result.benchmarks.set_index("label")
     assert not b.loc["oneshot", "like_for_like"] and b.loc["oneshot", "semantics_note"] == "no sender/receiver pair"
@@ -226,10 +233,17 @@ def test_like_for_like_from_the_fairness_table(data_dir, monkeypatch):
     assert lines.index("geometric mean ratio, like-for-like rows") < lines.index("geometric mean ratio, all rows")
 
 
-def test_without_like_for_like_in_fairness_every_row_is_like_for_like(data_dir, monkeypatch):
-    monkeypatch.delattr(fairness, "like_for_like", raising=False)
-    b = compare("latest", data_dir=data_dir).benchmarks
-    assert b["like_for_like"].all() and (b["semantics_note"] == "").all()
+def test_the_real_fairness_table_marks_its_rows(data_dir):
+    """With runtime/bench/README.md: every benchmark of the synthetic run is listed there."""
+    b = compare("latest", data_dir=data_dir).benchmarks.set_index("label")
+    expected = {label: fairness.like_for_like(name) for label, name in zip(b.index, b["benchmark"])}
+    assert b["like_for_like"].to_dict() == expected
+    assert (b.loc[b["like_for_like"], "semantics_note"] == "").all()
+
+
+def test_diff_compares_a_runtime_with_itself_like_for_like(data_dir, monkeypatch):
+    monkeypatch.setattr(fairness, "like_for_like", lambda name, readme=None: False)
+    assert diff_runs("latest", "latest", "ampere", data_dir=data_dir).benchmarks["like_for_like"].all()
 
 
 # -- diagnostics ------------------------------------------------------------------------------

@@ -285,7 +285,7 @@ def test_forest_plot_marks_rows_that_are_not_like_for_like(two_runtime_run, monk
     from analysis import fairness
 
     data, _ = two_runtime_run
-    monkeypatch.setattr(fairness, "like_for_like", lambda name: name != "oneshot", raising=False)
+    monkeypatch.setattr(fairness, "like_for_like", lambda name, readme=None: name != "oneshot")
     _, cmp = comparison(data)
     fig = overview.forest_plot(cmp)
     texts = assert_readable(fig)
