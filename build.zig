@@ -30,7 +30,7 @@ pub fn build(b: *std.Build) void {
         .optimize = .ReleaseFast,
     });
     // The lock-misuse program the sync tests run as a child process: ReleaseFast, where a
-    // misuse check that were only an assertion would be gone (sync/misuse_test.zig).
+    // misuse check that were only an assertion would be gone (sync/misuse_tests.zig).
     const misuse_module = b.createModule(.{
         .root_source_file = b.path("runtime/src/sync/misuse_main.zig"),
         .target = target,

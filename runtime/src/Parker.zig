@@ -37,7 +37,7 @@
 //! Workers own theirs as a field and are unparked by the runtime directly.
 
 const std = @import("std");
-const builtin = @import("builtin");
+const hook = @import("hook.zig");
 const Futex = std.Thread.Futex;
 const clock = @import("time/clock.zig");
 const IoDriver = @import("io/Driver.zig");
@@ -53,12 +53,6 @@ state: std.atomic.Value(u32) = .init(empty),
 /// The I/O driver the owner thread may block in (`parkIo`): set once, before the thread starts,
 /// for the parkers of a runtime's workers; null for every other parker.
 io: ?*IoDriver = null,
-
-/// Tests only (compiled out otherwise): runs in `parkIo` after the last look for events and
-/// notifications, before the owner commits to blocking — the window where an unpark must not
-/// be lost.
-pub var test_hook_before_block: if (builtin.is_test) std.atomic.Value(?*const fn (*Parker) void) else void =
-    if (builtin.is_test) .init(null) else {};
 
 /// Blocks until `unpark` is called (or returns at once if it was called since the last park).
 pub fn park(self: *Parker) void {
@@ -138,7 +132,7 @@ pub fn parkIo(self: *Parker, timeout_ns: ?u64) void {
     const io = self.io.?;
     if (self.consumeNotification()) return;
     if (timeout_ns == 0) return;
-    if (builtin.is_test) if (test_hook_before_block.load(.acquire)) |hook| hook(self);
+    hook.reachedBy(.parker_before_block, self);
     if (self.state.cmpxchgStrong(empty, parked_io, .monotonic, .monotonic)) |found| {
         std.debug.assert(found == notified);
         _ = self.state.swap(empty, .acquire); // Pairs with the release in `unpark`.

@@ -65,9 +65,6 @@ pub const SpawnError = Allocator.Error || error{Shutdown};
 pub const Metrics = @import("scheduler/Metrics.zig");
 pub const SpawnBlockingError = SpawnError || error{ThreadSpawn};
 
-/// The worker type, exposed for the runtime's own tests (hooks, worker fields).
-pub const WorkerForTests = Worker;
-
 allocator: Allocator,
 scheduler: Scheduler,
 blocking: BlockingPool,

@@ -20,6 +20,8 @@ const yieldNow = @import("task/yield_now.zig").yieldNow;
 const time = @import("time.zig");
 const ampere_testing = @import("testing.zig");
 const ampere = @import("ampere.zig");
+const hook = @import("hook.zig");
+const Worker = @import("scheduler/Worker.zig");
 
 test {
     _ = @import("context.zig");
@@ -581,12 +583,12 @@ const OwnerRace = struct {
     var early: time.Driver.TimerEntry = .{};
     var main_parker: *ampere.SharedParker = undefined;
 
-    fn waitForOwner1(w: *ampere.Runtime.WorkerForTests) void {
+    fn waitForOwner1(w: *Worker) void {
         var i: u32 = 0;
         while (w.shared.driver.owner.load(.seq_cst) != 1 and i < 5_000) : (i += 1) std.Thread.sleep(100 * std.time.ns_per_us);
     }
 
-    fn hook(w: *ampere.Runtime.WorkerForTests) void {
+    fn hook(w: *Worker) void {
         switch (phase.load(.seq_cst)) {
             // Let worker 1 become the owner of the far timer; worker 0 sleeps without one.
             1 => if (w.index == 0) {
@@ -613,8 +615,8 @@ test "timer owner race: an earlier timer registered while the owner re-arms fire
     defer OwnerRace.main_parker.release();
     const rt = try Runtime.init(testing.allocator, .{ .workers = 2, .spin_before_park_ns = 0 });
     defer rt.deinit();
-    ampere.Runtime.WorkerForTests.test_hook_before_owner_claim.store(OwnerRace.hook, .release);
-    defer ampere.Runtime.WorkerForTests.test_hook_before_owner_claim.store(null, .release);
+    hook.armAnyThread(.worker_before_owner_claim, Worker, OwnerRace.hook);
+    defer hook.disarmAnyThread(.worker_before_owner_claim);
     defer OwnerRace.phase.store(0, .seq_cst);
     const d = &rt.scheduler.shared.driver;
     const noop = Waker.noop();
@@ -659,7 +661,7 @@ const SpawnInWindow = struct {
     var spawned = std.atomic.Value(bool).init(false);
     var armed = std.atomic.Value(bool).init(false);
 
-    fn hook(w: *ampere.Runtime.WorkerForTests) void {
+    fn hook(w: *Worker) void {
         _ = w;
         if (!armed.swap(false, .acq_rel)) return; // Only the first park after arming.
         in_window.store(true, .release);
@@ -671,8 +673,8 @@ test "a spawn between a worker's last queue check and its sleep is not lost" {
     const rounds = ampere_testing.scaled(50, 10);
     const rt = try Runtime.init(testing.allocator, .{ .workers = 1, .spin_before_park_ns = 0 });
     defer rt.deinit();
-    ampere.Runtime.WorkerForTests.test_hook_before_sleep.store(SpawnInWindow.hook, .release);
-    defer ampere.Runtime.WorkerForTests.test_hook_before_sleep.store(null, .release);
+    hook.armAnyThread(.worker_before_sleep, Worker, SpawnInWindow.hook);
+    defer hook.disarmAnyThread(.worker_before_sleep);
     const parker = try ampere.SharedParker.Pool.global().acquire();
     defer parker.release();
     for (0..rounds) |round| {
@@ -739,8 +741,8 @@ test "a blockOn waker woken after blockOn returned and its thread exited is safe
     LateWake.notify = &notify;
     LateWake.thread_gone.store(false, .release);
     LateWake.armed.store(true, .release);
-    time.Driver.test_hook_before_wake.store(LateWake.hook, .release);
-    defer time.Driver.test_hook_before_wake.store(null, .release);
+    hook.armAnyThread(.driver_before_wake, time.Driver, LateWake.hook);
+    defer hook.disarmAnyThread(.driver_before_wake);
     const thread = try std.Thread.spawn(.{}, LateWake.blockOnThread, .{ rt, &notify });
     thread.join(); // Its stack and thread-local storage are gone now.
     try testing.expect(!LateWake.armed.load(.acquire)); // The hook ran: the wake is still due.

@@ -32,8 +32,7 @@ pub const WakeList = @import("wait.zig").WakeList;
 test {
     std.testing.refAllDecls(@This());
     _ = @import("sync/once_cell.zig");
-    _ = @import("sync/hook.zig");
-    _ = @import("sync/misuse_test.zig");
-    _ = @import("sync/stress_test.zig");
-    _ = @import("sync/runtime_stress_test.zig");
+    _ = @import("sync/misuse_tests.zig");
+    _ = @import("sync/stress_tests.zig");
+    _ = @import("sync/runtime_stress_tests.zig");
 }

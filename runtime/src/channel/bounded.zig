@@ -79,6 +79,7 @@ const Waker = @import("../Waker.zig");
 const budget = @import("../budget.zig");
 const WaitQueue = @import("WaitQueue.zig");
 const common = @import("common.zig");
+const hook = @import("../hook.zig");
 const Backoff = common.Backoff;
 const Padded = common.Padded;
 
@@ -459,7 +460,7 @@ pub fn Bounded(comptime T: type) type {
                         .busy => return common.yieldNow(cx, Output),
                         .full => {},
                     }
-                    common.hook.beforeRegister();
+                    hook.reached(.channel_before_register);
                 }
                 return self.pollRegistered(cx);
             }
@@ -535,7 +536,7 @@ pub fn Bounded(comptime T: type) type {
                         .busy => return common.yieldNow(cx, Output),
                         .empty => {},
                     }
-                    common.hook.beforeRegister();
+                    hook.reached(.channel_before_register);
                 }
                 return self.pollRegistered(cx);
             }
@@ -857,10 +858,10 @@ test "bounded: a value arriving between the empty check and registration is not 
     const waker = counter.waker();
     defer waker.drop();
     var recv = rx.recv();
-    common.hook.set(.{ .context = tx.channel, .run = HookAction(Ch, .send).run });
+    hook.arm(.channel_before_register, @as(*anyopaque, tx.channel), HookAction(Ch, .send).run);
     // The send in the window sees no waiter (and wakes nobody); the re-check must find it.
     try testing.expectEqual(@as(u32, 77), try pollWith(&recv, &waker).ready);
-    try testing.expect(!common.hook.isSet());
+    try testing.expect(hook.fired());
     try testing.expectEqual(@as(i32, 1), counter.outstanding());
 }
 
@@ -874,7 +875,7 @@ test "bounded: space freed between the full check and registration is not missed
     defer waker.drop();
     try tx.trySend(1);
     var send = tx.send(2);
-    common.hook.set(.{ .context = tx.channel, .run = HookAction(Ch, .recv).run });
+    hook.arm(.channel_before_register, @as(*anyopaque, tx.channel), HookAction(Ch, .recv).run);
     _ = try pollWith(&send, &waker).ready;
     try testing.expectEqual(@as(u32, 2), try rx.tryRecv());
     try testing.expectEqual(@as(i32, 1), counter.outstanding());
@@ -889,7 +890,7 @@ test "bounded: close between the check and registration is not missed" {
     const waker = counter.waker();
     defer waker.drop();
     var recv = rx.recv();
-    common.hook.set(.{ .context = tx.channel, .run = HookAction(Ch, .close).run });
+    hook.arm(.channel_before_register, @as(*anyopaque, tx.channel), HookAction(Ch, .close).run);
     try testing.expectError(error.Closed, pollWith(&recv, &waker).ready);
 
     var tx2, var rx2 = try Ch.init(testing.allocator, 1);
@@ -897,7 +898,7 @@ test "bounded: close between the check and registration is not missed" {
     defer rx2.deinit();
     try tx2.trySend(1);
     var send = tx2.send(2);
-    common.hook.set(.{ .context = tx2.channel, .run = HookAction(Ch, .close).run });
+    hook.arm(.channel_before_register, @as(*anyopaque, tx2.channel), HookAction(Ch, .close).run);
     try testing.expectError(error.Closed, pollWith(&send, &waker).ready);
     try testing.expectEqual(@as(?u32, 2), send.takeBack());
     try testing.expectEqual(@as(i32, 1), counter.outstanding());

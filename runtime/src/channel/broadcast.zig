@@ -76,6 +76,7 @@ const budget = @import("../budget.zig");
 const Lock = @import("../Lock.zig");
 const WaitQueue = @import("WaitQueue.zig");
 const common = @import("common.zig");
+const hook = @import("../hook.zig");
 const Backoff = common.Backoff;
 const Padded = common.Padded;
 
@@ -518,7 +519,7 @@ pub fn Broadcast(comptime T: type) type {
                     var value: T = undefined;
                     const result = self.receiver.recvRaw(&value);
                     if (result != .empty) return self.finish(cx, result, value);
-                    common.hook.beforeRegister();
+                    hook.reached(.channel_before_register);
                 }
                 return self.pollRegistered(cx);
             }
@@ -739,10 +740,10 @@ test "broadcast: a send or the close between the check and registration is not m
     const waker = counter.waker();
     defer waker.drop();
     var recv = rx.recv();
-    common.hook.set(.{ .context = &tx, .run = broadcastSendHook });
+    hook.arm(.channel_before_register, @as(*anyopaque, &tx), broadcastSendHook);
     try testing.expectEqual(@as(u32, 21), try pollWith(&recv, &waker).ready);
     var recv_closed = rx.recv();
-    common.hook.set(.{ .context = &tx, .run = broadcastCloseHook });
+    hook.arm(.channel_before_register, @as(*anyopaque, &tx), broadcastCloseHook);
     try testing.expectError(error.Closed, pollWith(&recv_closed, &waker).ready);
     try testing.expectEqual(@as(i32, 1), counter.outstanding());
 }

@@ -2,8 +2,8 @@
 //! bound, sleeping), copying a value through atomic words (for the seqlocks of Broadcast and
 //! Watch), the ownership rules of a value type (`Ownership`), the handle counts of a channel
 //! whose shared state is freed by its last handle (`Handles`), the "yield now" helper, and for
-//! tests only: a hook that injects an action between a failed check and the waiter
-//! registration, and `pollWith` (poll a future once with a given waker).
+//! tests only `pollWith` (poll a future once with a given waker). The lost-wake-up tests use
+//! the runtime's one hook mechanism, `hook.zig` (point `channel_before_register`).
 
 const std = @import("std");
 const builtin = @import("builtin");
@@ -272,36 +272,6 @@ pub fn AtomicWords(comptime T: type) type {
         }
     };
 }
-
-/// Test hook: an action run once, on the thread that set it, right after an async path found
-/// it must wait and before it registers its waiter. Tests use it to make the other side act
-/// exactly inside the check-then-register window (the lost-wake-up interleaving). Compiled
-/// out of non-test builds.
-pub const hook = struct {
-    pub const Action = struct {
-        context: *anyopaque,
-        run: *const fn (context: *anyopaque) void,
-    };
-
-    threadlocal var before_register: ?Action = null;
-
-    pub fn set(action: Action) void {
-        if (!builtin.is_test) @compileError("test hook used outside tests");
-        before_register = action;
-    }
-
-    pub fn isSet() bool {
-        return before_register != null;
-    }
-
-    pub inline fn beforeRegister() void {
-        if (!builtin.is_test) return;
-        if (before_register) |action| {
-            before_register = null;
-            action.run(action.context);
-        }
-    }
-};
 
 /// Test helper: polls the future `f` (a pointer) once with `waker`. Compiled out of non-test
 /// builds.

@@ -67,6 +67,7 @@ const Poll = future.Poll;
 const Waker = @import("../Waker.zig");
 const budget = @import("../budget.zig");
 const common = @import("common.zig");
+const hook = @import("../hook.zig");
 
 pub fn Oneshot(comptime T: type) type {
     return struct {
@@ -399,7 +400,7 @@ pub fn Oneshot(comptime T: type) type {
                     return if (state & done_mask != 0) .{ .done = state } else .busy;
                 }
             }
-            common.hook.beforeRegister();
+            hook.reached(.channel_before_register);
             slot.* = cx.waker().clone();
             // Release: publishes the slot to the other side's acquire when it locks. Acquire:
             // if the other side completed first, its writes are visible.
@@ -606,7 +607,7 @@ test "oneshot: a send between the check and registration is not missed" {
     const waker = counter.waker();
     defer waker.drop();
     var recv = rx.recv();
-    common.hook.set(.{ .context = &tx, .run = sendHook });
+    hook.arm(.channel_before_register, @as(*anyopaque, &tx), sendHook);
     try testing.expectEqual(@as(u32, 11), try pollWith(&recv, &waker).ready);
     try testing.expectEqual(@as(i32, 1), counter.outstanding()); // Waker taken back.
 
@@ -614,7 +615,7 @@ test "oneshot: a send between the check and registration is not missed" {
     var tx2, var rx2 = ch2.split();
     defer rx2.deinit();
     var recv2 = rx2.recv();
-    common.hook.set(.{ .context = &tx2, .run = closeSenderHook });
+    hook.arm(.channel_before_register, @as(*anyopaque, &tx2), closeSenderHook);
     try testing.expectError(error.Closed, pollWith(&recv2, &waker).ready);
     try testing.expectEqual(@as(i32, 1), counter.outstanding());
 }
@@ -642,7 +643,7 @@ test "oneshot: closed() completes when the receiver closes" {
         defer rx.deinit();
         defer tx.deinit();
         var closed_future = tx.closed();
-        common.hook.set(.{ .context = &rx, .run = closeReceiverHook });
+        hook.arm(.channel_before_register, @as(*anyopaque, &rx), closeReceiverHook);
         _ = pollWith(&closed_future, &waker).ready;
         try testing.expectEqual(@as(i32, 1), counter.outstanding());
     }

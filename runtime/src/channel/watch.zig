@@ -62,6 +62,7 @@ const budget = @import("../budget.zig");
 const Lock = @import("../Lock.zig");
 const WaitQueue = @import("WaitQueue.zig");
 const common = @import("common.zig");
+const hook = @import("../hook.zig");
 const Backoff = common.Backoff;
 const Padded = common.Padded;
 
@@ -361,7 +362,7 @@ pub fn Watch(comptime T: type) type {
                     self.waiter.reclaim();
                     const result = self.receiver.check();
                     if (result != .unchanged) return self.finish(cx, result);
-                    common.hook.beforeRegister();
+                    hook.reached(.channel_before_register);
                 }
                 const queue = &self.receiver.channel.waiters.value;
                 var removed: ?Waker = null;
@@ -542,11 +543,11 @@ test "watch: a send or the close between the check and registration is not misse
     const waker = counter.waker();
     defer waker.drop();
     var changed = rx.changed();
-    common.hook.set(.{ .context = &tx, .run = watchSendHook });
+    hook.arm(.channel_before_register, @as(*anyopaque, &tx), watchSendHook);
     _ = try pollWith(&changed, &waker).ready;
     try testing.expectEqual(@as(u32, 5), rx.borrow());
     var closed = rx.changed();
-    common.hook.set(.{ .context = &tx, .run = watchCloseHook });
+    hook.arm(.channel_before_register, @as(*anyopaque, &tx), watchCloseHook);
     try testing.expectError(error.Closed, pollWith(&closed, &waker).ready);
     try testing.expectEqual(@as(i32, 1), counter.outstanding());
 }

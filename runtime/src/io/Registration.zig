@@ -25,7 +25,7 @@ const posix = std.posix;
 
 const future = @import("../future.zig");
 const budget = @import("../budget.zig");
-const hook = @import("../sync/hook.zig");
+const hook = @import("../hook.zig");
 const Ready = @import("ready.zig").Ready;
 const ScheduledIo = @import("ScheduledIo.zig");
 const Driver = @import("Driver.zig");

@@ -66,7 +66,7 @@ const Waker = @import("../Waker.zig");
 const future = @import("../future.zig");
 const intrusive_list = @import("../wait/intrusive_list.zig");
 const WakeList = @import("../wait/WakeList.zig");
-const hook = @import("../sync/hook.zig");
+const hook = @import("../hook.zig");
 const Ready = @import("ready.zig").Ready;
 
 const ScheduledIo = @This();

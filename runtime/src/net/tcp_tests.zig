@@ -22,7 +22,7 @@ const JoinHandle = ampere.JoinHandle;
 const Waker = ampere.Waker;
 const time = ampere.time;
 const scaled = ampere.testing.scaled;
-const hook = @import("../sync/hook.zig");
+const hook = @import("../hook.zig");
 const Parker = @import("../Parker.zig");
 
 // -- helpers ------------------------------------------------------------------------------------
@@ -950,8 +950,8 @@ test "lost wake-up: a spawn after the driver owner's last check, before it block
     const rounds = scaled(30, 5);
     const rt = try Runtime.init(testing.allocator, .{ .workers = 1, .spin_before_park_ns = 0 });
     defer rt.deinit();
-    Parker.test_hook_before_block.store(SpawnBeforeBlock.hook, .release);
-    defer Parker.test_hook_before_block.store(null, .release);
+    hook.armAnyThread(.parker_before_block, Parker, SpawnBeforeBlock.hook);
+    defer hook.disarmAnyThread(.parker_before_block);
     for (0..rounds) |round| {
         SpawnBeforeBlock.in_window.store(false, .release);
         SpawnBeforeBlock.spawned.store(false, .release);

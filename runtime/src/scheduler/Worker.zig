@@ -61,7 +61,6 @@
 //! unless it expects a wake-up it caused) before it sleeps on its futex.
 
 const std = @import("std");
-const builtin = @import("builtin");
 const assert = std.debug.assert;
 const Header = @import("../task/Header.zig");
 const LocalQueue = @import("LocalQueue.zig");
@@ -70,22 +69,13 @@ const Driver = @import("../time/Driver.zig");
 const budget = @import("../budget.zig");
 const context = @import("../context.zig");
 const Shared = @import("Shared.zig");
+const hook = @import("../hook.zig");
 const Metrics = @import("Metrics.zig");
 const SpinPolicy = @import("SpinPolicy.zig");
 
 const Worker = @This();
 
 pub const lifo_polls_max: u32 = 3;
-
-/// Tests only (compiled out otherwise): runs in `parkOnce` right before the worker tries to
-/// claim driver ownership (and then reads the timer deadline), so a test can put a timer
-/// registration in that window.
-pub var test_hook_before_owner_claim: if (builtin.is_test) std.atomic.Value(?*const fn (*Worker) void) else void =
-    if (builtin.is_test) .init(null) else {};
-/// Tests only: runs in `park` after the worker's last look at the queues found nothing and
-/// before it registers as asleep — the window where a spawn must not be lost.
-pub var test_hook_before_sleep: if (builtin.is_test) std.atomic.Value(?*const fn (*Worker) void) else void =
-    if (builtin.is_test) .init(null) else {};
 
 shared: *Shared,
 index: u32,
@@ -341,7 +331,7 @@ fn park(self: *Worker) void {
     const shared = self.shared;
     assert(self.lifo == null);
     if (!self.local().isEmpty()) return;
-    if (builtin.is_test) if (test_hook_before_sleep.load(.acquire)) |hook| hook(self);
+    hook.reachedBy(.worker_before_sleep, self);
     const last_searcher = shared.idle.transitionWorkerToParked(self.index, self.is_searching);
     self.is_searching = false;
     self.metrics.bump(.parks);
@@ -359,7 +349,7 @@ fn park(self: *Worker) void {
 /// or an unpark (see "The driver owner" in the module comment).
 fn parkOnce(self: *Worker) void {
     const driver = &self.shared.driver;
-    if (builtin.is_test) if (test_hook_before_owner_claim.load(.acquire)) |hook| hook(self);
+    hook.reachedBy(.worker_before_owner_claim, self);
     if (driver.owner.cmpxchgStrong(Driver.no_owner, self.index, .seq_cst, .seq_cst) == null) {
         defer driver.owner.store(Driver.no_owner, .seq_cst);
         // Events already queued come first: their tasks run without any sleep or spin.

@@ -100,7 +100,7 @@ pub const Guard = struct {
 
 const testing = std.testing;
 const Waker = @import("../Waker.zig");
-const hook = @import("hook.zig");
+const hook = @import("../hook.zig");
 
 fn expectLocked(lock_future: *Lock, cx: *Context) !Guard {
     return switch (lock_future.poll(cx)) {
@@ -202,7 +202,7 @@ test "misuse: a guard unlocked twice, and an unlock of a mutex that is not locke
 }
 
 test "misuse: the panics abort a ReleaseFast program with their messages" {
-    const misuse = @import("misuse_test.zig");
+    const misuse = @import("misuse_tests.zig");
     try misuse.expectPanic("mutex_double_unlock", double_unlock_message);
     try misuse.expectPanic("mutex_unlock_copy", not_locked_message);
 }

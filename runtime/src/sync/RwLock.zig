@@ -142,7 +142,7 @@ pub const WriteGuard = struct {
 
 const testing = std.testing;
 const Waker = @import("../Waker.zig");
-const hook = @import("hook.zig");
+const hook = @import("../hook.zig");
 
 fn expectReady(acquisition: anytype, cx: *Context) !@TypeOf(acquisition.*).Output {
     return switch (acquisition.poll(cx)) {
@@ -258,7 +258,7 @@ test "misuse: guards unlocked twice, and unlocks of a lock not held" {
 }
 
 test "misuse: the panics abort a ReleaseFast program with their messages" {
-    const misuse = @import("misuse_test.zig");
+    const misuse = @import("misuse_tests.zig");
     try misuse.expectPanic("rwlock_read_double_unlock", read_double_unlock_message);
     try misuse.expectPanic("rwlock_read_unlock_copy", read_not_locked_message);
     try misuse.expectPanic("rwlock_write_double_unlock", write_double_unlock_message);

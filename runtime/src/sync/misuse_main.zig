@@ -1,5 +1,5 @@
 //! A program that misuses `ampere.sync` locks on purpose, one scenario per run, for the
-//! misuse tests (sync/misuse_test.zig). build.zig builds it in ReleaseFast — the mode in which
+//! misuse tests (sync/misuse_tests.zig). build.zig builds it in ReleaseFast — the mode in which
 //! an `assert` would have been undefined behaviour — and the tests run it as a child process:
 //! every scenario except `ok` must die of the lock's panic (SIGABRT, message on stderr), and
 //! `ok` (the same calls, used correctly) must exit 0.

@@ -43,7 +43,7 @@ const future = @import("../future.zig");
 const budget = @import("../budget.zig");
 const intrusive_list = @import("../wait/intrusive_list.zig");
 const WakeList = @import("../wait/WakeList.zig");
-const hook = @import("hook.zig");
+const hook = @import("../hook.zig");
 const Context = future.Context;
 const Poll = future.Poll;
 

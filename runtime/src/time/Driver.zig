@@ -32,7 +32,7 @@
 //!   re-arms), or the worker sees the deadline and tries to become the owner.
 
 const std = @import("std");
-const builtin = @import("builtin");
+const hook = @import("../hook.zig");
 const Lock = @import("../Lock.zig");
 const assert = std.debug.assert;
 const Waker = @import("../Waker.zig");
@@ -71,12 +71,6 @@ owner: std.atomic.Value(u32) = .init(no_owner),
 kick: Kick,
 /// Set by `shutdown` (under `mutex`): every registration from then on expires at once.
 is_shut_down: bool = false,
-
-/// Tests only (compiled out otherwise): runs in `process` after a batch of timers was published
-/// as fired and the lock released, before their wakers are woken — the window in which the
-/// waiting side may already have seen `fired`, returned and gone away.
-pub var test_hook_before_wake: if (builtin.is_test) std.atomic.Value(?*const fn (*Driver) void) else void =
-    if (builtin.is_test) .init(null) else {};
 
 pub fn init(kick: Kick) Driver {
     return .{ .wheel = Wheel.init(0), .start_ns = clock.nowNs(), .kick = kick };
@@ -168,7 +162,7 @@ pub fn process(self: *Driver, now_ms: u64) usize {
             self.next_deadline_ms.store(self.wheel.nextDeadline() orelse none, .seq_cst);
             break :blk finished;
         };
-        if (builtin.is_test and due.len > 0) if (test_hook_before_wake.load(.acquire)) |hook| hook(self);
+        if (due.len > 0) hook.reachedBy(.driver_before_wake, self);
         for (wakers[0..due.len]) |w| w.wake();
         fired_total += due.len;
         if (finished) return fired_total;

@@ -3,7 +3,7 @@
 //! and more tasks than workers share each primitive, so every wait really goes through the
 //! intrusive wait lists and cross-worker wake-ups.
 //!
-//! Exact invariants as in stress_test.zig (exact counts, "never more than k inside", one
+//! Exact invariants as in stress_tests.zig (exact counts, "never more than k inside", one
 //! leader per generation, no lost notification), sized by `testing.scaled`: full intensity
 //! runs the issue's sizes (contended Mutex 4 x 250,000). Tasks never panic on a violated
 //! invariant: they count it in `failures`, checked after the join. A final test gives the
