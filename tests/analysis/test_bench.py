@@ -353,9 +353,10 @@ def start_sleeping_run(fakes: dict[str, Path], tmp_path: Path) -> tuple[subproce
         pytest.fail(f"the orchestrator never reported micro/mutex: {proc.communicate(timeout=30)}")
     assert wait_for(lambda: pid_file.exists() and pid_file.read_text().strip()), "the fake program never started"
     child_pid = int(pid_file.read_text())
-    partial = next((fakes["data"] / "runs").glob(f"*/{bench.STAGING}/ampere.0.csv.partial"))
-    assert wait_for(lambda: partial.exists() and partial.stat().st_size > 0)
-    return proc, child_pid, partial
+    pattern = f"*/{bench.STAGING}/ampere.0.csv.partial"
+    found = lambda: next((fakes["data"] / "runs").glob(pattern), None)  # noqa: E731
+    assert wait_for(lambda: found() is not None and found().stat().st_size > 0), "no partial CSV in .staging/"
+    return proc, child_pid, found()
 
 
 def test_kill_9_of_the_orchestrator_leaves_no_orphan(fakes, tmp_path):
