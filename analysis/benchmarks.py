@@ -11,10 +11,11 @@ give three frames, sorted in display order:
 Per side: the centre of ns/op (stats.median_centre: the geometric mean of the invocation
 medians, or the median of one invocation) with its interval, the same for CPU ns/op (cpu_ns /
 ops; NaN where not recorded), cores busy (median of cpu_ns / elapsed_ns: 1.0 = one core busy
-for the whole iteration), spread, variance between invocations, allocations, and for the echo
-suite avg / min / p75 / p99 / max per batch. Per pair: the ratio baseline / candidate of
-wall time and of CPU time with intervals and verdicts, the rank-based cross-checks, allocation
-ratios and, for echo, the avg and p99 ratios. p-values are adjusted across the benchmarks of
+for the whole iteration), spread, the p99 of ns/op over the measured iterations with its
+order-statistic interval, variance between invocations, allocations, and for the echo suite
+avg / min / p75 / p99 / max per batch. Per pair: the ratio baseline / candidate of wall time
+and of CPU time with intervals and verdicts, the rank-based cross-checks, the ratio of the p99s
+of ns/op (no interval), allocation ratios and, for echo, the avg and p99 ratios. p-values are adjusted across the benchmarks of
 the comparison (Benjamini-Hochberg q-values). See stats.py and ranks.py for the methods.
 """
 
@@ -32,17 +33,21 @@ from . import ranks, schema, stats
 
 KEY: tuple[str, ...] = schema.BENCH_KEY
 IDENT_COLUMNS = ["suite", "tier", "benchmark", "param", "workers", "label"]
+#: p99 of ns/op over the measured iterations of all invocations (every benchmark; the net page
+#: reads it as the p99 round-trip time), with its order-statistic interval.
+P99_FIELDS = ["p99_ns_per_op", "p99_ci_low", "p99_ci_high", "p99_ci_widest"]
 ECHO_FIELDS = ["avg_ns", "avg_ns_ci_low", "avg_ns_ci_high", "min_ns", "p75_ns", "p99_ns", "p99_ns_ci_low",
                "p99_ns_ci_high", "p99_ns_ci_widest", "max_ns"]
 RUNTIME_COLUMNS = IDENT_COLUMNS + [
     "runtime", "role", "n", "n_invocations", "ops",
     "median_ns_per_op", "ci_low", "ci_high", "ci_method", "ci_coverage", "ci_widest",
-    "mean_ns_per_op", "min_ns_per_op", "max_ns_per_op", "iqr_ns_per_op", "rcv",
+    "mean_ns_per_op", "min_ns_per_op", "max_ns_per_op", "iqr_ns_per_op", "rcv", *P99_FIELDS,
     "var_between", "var_within", "share_between", "invocation_f_pvalue",
     "cpu_ns_per_op", "cpu_ci_low", "cpu_ci_high", "cores_busy",
     "bytes_per_op", "allocs_per_op", "alloc_varies", "invocation_medians",
 ] + ECHO_FIELDS
 SIDE_FIELDS = ["n", "n_invocations", "median_ns_per_op", "ci_low", "ci_high", "ci_widest", "rcv", "share_between",
+               *P99_FIELDS,
                "cpu_ns_per_op", "cpu_ci_low", "cpu_ci_high", "cores_busy",
                "bytes_per_op", "allocs_per_op", "alloc_varies"] + [f for f in ECHO_FIELDS if f != "p99_ns_ci_widest"]
 PAIR_COLUMNS = [
@@ -50,7 +55,7 @@ PAIR_COLUMNS = [
     "ratio_method", "hl_ratio", "hl_ci_low", "hl_ci_high", "p_value", "q_value", "cliffs_delta",
     "verdict", "verdict_reason",
     "cpu_ratio", "cpu_ratio_ci_low", "cpu_ratio_ci_high", "cpu_log_ratio_se", "cpu_verdict", "cpu_verdict_reason",
-    "bytes_ratio", "allocs_ratio", "avg_ratio", "avg_ratio_ci_low", "avg_ratio_ci_high", "p99_ratio",
+    "p99_per_op_ratio", "bytes_ratio", "allocs_ratio", "avg_ratio", "avg_ratio_ci_low", "avg_ratio_ci_high", "p99_ratio",
 ]
 BENCHMARK_COLUMNS = (IDENT_COLUMNS + ["compared", "headline", "like_for_like", "semantics_note"]
                      + [f"baseline_{f}" for f in SIDE_FIELDS]
@@ -129,7 +134,7 @@ def describe_side(rows: pd.DataFrame, confidence: float) -> Side:
         "median_ns_per_op": wall.estimate, "ci_low": wall.low, "ci_high": wall.high, "ci_method": wall.method,
         "ci_coverage": wall.coverage, "ci_widest": wall.widest, "mean_ns_per_op": float(values.mean()),
         "min_ns_per_op": float(values.min()), "max_ns_per_op": float(values.max()),
-        "iqr_ns_per_op": float(q3 - q1), "rcv": stats.robust_cv(values),
+        "iqr_ns_per_op": float(q3 - q1), "rcv": stats.robust_cv(values), **describe_p99(values, confidence),
         "var_between": comps.between, "var_within": comps.within, "share_between": comps.share_between,
         "invocation_f_pvalue": comps.f_pvalue,
         "bytes_per_op": float(per_row_bytes.mean()), "allocs_per_op": float(per_row_allocs.mean()),
@@ -144,6 +149,15 @@ def describe_side(rows: pd.DataFrame, confidence: float) -> Side:
         avg = stats.mean_centre(batches, confidence)
         record.update(describe_batches(stats.pooled(batches), avg, confidence))
     return Side(record, wall, cpu, avg, values)
+
+
+def describe_p99(values: np.ndarray, confidence: float) -> dict[str, Any]:
+    """p99 of ns/op over the pooled measured iterations: the inverted-CDF quantile (an observed
+    value, x_(ceil(0.99 n))) with its order-statistic interval; with fewer than a few hundred
+    iterations the upper end is the maximum and `p99_ci_widest` is True."""
+    p99 = stats.quantile_ci(values, 0.99, confidence, method="inverted_cdf")
+    return {"p99_ns_per_op": p99.estimate, "p99_ci_low": p99.low, "p99_ci_high": p99.high,
+            "p99_ci_widest": p99.widest}
 
 
 def _describe_cpu(rows: pd.DataFrame, confidence: float, record: dict[str, Any]) -> stats.Centre | None:
@@ -236,6 +250,7 @@ def compare_sides(base: Side, cand: Side, names: tuple[str, str], settings: Sett
     }
     out.update(_cpu_pair(base, cand, names, settings))
     b, c = base.record, cand.record
+    out["p99_per_op_ratio"] = _safe_ratio(b["p99_ns_per_op"], c["p99_ns_per_op"])
     out["bytes_ratio"] = _safe_ratio(b["bytes_per_op"], c["bytes_per_op"])
     out["allocs_ratio"] = _safe_ratio(b["allocs_per_op"], c["allocs_per_op"])
     out.update(dict.fromkeys(["avg_ratio", "avg_ratio_ci_low", "avg_ratio_ci_high", "p99_ratio"], math.nan))

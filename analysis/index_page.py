@@ -27,6 +27,9 @@ DESCRIPTIONS = {
                      "measurement order (drift, warm-up, differences between invocations).",
     "echo": "Batch echo suite: avg and p99 batch latency vs batch size, ratios with intervals, payload "
             "size sweep and shared-buffer sweep.",
+    "net": "Net suite (TCP over loopback): median and p99 time per round trip with intervals for payload sizes, "
+           "connections and connects, tcp_stream throughput in MiB/s, scaling over connections, and every ratio "
+           "to the baseline with its interval and verdict in wall and CPU time.",
     "scaling": "The worker sweep: ns/op and CPU ns/op against worker threads for both runtimes, the ratio with "
                "its interval at each count, and how each benchmark scales.",
     "history": "Every complete run of the same profile: each benchmark's ratio over time and regressions "

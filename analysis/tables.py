@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import schema
+from . import net, schema
 from .compare import Comparison
 from .fmt import finite, fmt_busy, fmt_ns, fmt_ratio, fmt_ratio_ci
 from .history import History
@@ -134,6 +134,76 @@ def echo_ratio_table(cmp: Comparison) -> pd.DataFrame:
                      fmt_ratio_ci(r["avg_ratio"], r["avg_ratio_ci_low"], r["avg_ratio_ci_high"]),
                      fmt_ratio(r["p99_ratio"]) + ("x" if finite(r["p99_ratio"]) else ""), _text(r["verdict"])])
     return pd.DataFrame(rows, columns=columns)
+
+
+def _interval(value: Any, low: Any, high: Any, fmt: Any, widest: Any = False) -> str:
+    """`12.3 µs [11.9 µs, 12.8 µs]`, `12.3 µs [no CI]` or `—`; `widest`: the upper end is the
+    largest observed value (marked `max`)."""
+    if not finite(value):
+        return "—"
+    if not (finite(low) and finite(high)):
+        return f"{fmt(value)} [no CI]"
+    top = f"{fmt(high)} = max" if widest is True else fmt(high)
+    return f"{fmt(value)} [{fmt(low)}, {top}]"
+
+
+def fmt_mib_s(value: Any) -> str:
+    """Throughput in MiB/s with 3 significant digits (1,234 MiB/s, 56.7 MiB/s), or `—`."""
+    if not finite(value):
+        return "—"
+    value = float(value)
+    text = f"{value:,.0f}" if value >= 100 else f"{value:.1f}" if value >= 10 else f"{value:.2f}"
+    return f"{text} MiB/s"
+
+
+def _runtime_cell(r: dict[str, Any]) -> str:
+    name = schema.display_name(r["runtime"])
+    return f"{name} (baseline)" if r["role"] == "baseline" else name
+
+
+def net_latency_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per round-trip benchmark of the net suite (tcp_pingpong, tcp_echo_conns, tcp_connect) and
+    runtime: median and p99 per op with intervals, the ratio baseline ÷ runtime with its
+    interval and verdict, the p99 ratio, CPU per op, cores busy and the CPU ratio and verdict.
+    `frame`: net.sides(...)."""
+    rows = net.latency(frame)
+    bn = schema.display_name(rows["against"].iloc[0]) if not rows.empty else "baseline"
+    columns = ["Benchmark", "Runtime", "median per op [CI]", "p99 per op [CI]", f"{bn} ÷ runtime [CI]", "Verdict",
+               f"p99 {bn} ÷ runtime", "CPU per op", "cores busy", f"CPU {bn} ÷ runtime [CI]", "CPU verdict"]
+    out = []
+    for r in rows.to_dict("records"):
+        own = r["role"] == "baseline"
+        out.append([r["label"], _runtime_cell(r), _interval(r["median_ns_per_op"], r["ci_low"], r["ci_high"], fmt_ns),
+                     _interval(r["p99_ns_per_op"], r["p99_ci_low"], r["p99_ci_high"], fmt_ns, r["p99_ci_widest"]),
+                     "" if own else fmt_ratio_ci(r["ratio"], r["ratio_ci_low"], r["ratio_ci_high"]),
+                     "" if own else _text(r["verdict"], "not compared"),
+                     "" if own else fmt_ratio(r["p99_per_op_ratio"]) + ("x" if finite(r["p99_per_op_ratio"]) else ""),
+                     fmt_ns(r["cpu_ns_per_op"]), fmt_busy(r["cores_busy"]),
+                     "" if own else fmt_ratio_ci(r["cpu_ratio"], r["cpu_ratio_ci_low"], r["cpu_ratio_ci_high"]),
+                     "" if own else _text(r["cpu_verdict"], "not recorded")])
+    return pd.DataFrame(out, columns=columns)
+
+
+def net_throughput_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per tcp_stream row and runtime: MiB/s with its interval, ns per byte, the throughput ratio
+    runtime ÷ baseline (= the time ratio baseline ÷ runtime) with its interval and verdict, CPU
+    per byte, cores busy and the CPU verdict. `frame`: net.sides(...)."""
+    rows = net.throughput(frame)
+    bn = schema.display_name(rows["against"].iloc[0]) if not rows.empty else "baseline"
+    columns = ["Benchmark", "Runtime", "MiB/s [CI]", "ns per byte [CI]", f"runtime ÷ {bn} throughput [CI]", "Verdict",
+               "CPU per byte", "cores busy", f"CPU {bn} ÷ runtime [CI]", "CPU verdict"]
+    out = []
+    for r in rows.to_dict("records"):
+        own = r["role"] == "baseline"
+        out.append([r["label"], _runtime_cell(r),
+                     _interval(r["mib_per_s"], r["mib_per_s_ci_low"], r["mib_per_s_ci_high"], fmt_mib_s),
+                     _interval(r["median_ns_per_op"], r["ci_low"], r["ci_high"], fmt_ns),
+                     "" if own else fmt_ratio_ci(r["ratio"], r["ratio_ci_low"], r["ratio_ci_high"]),
+                     "" if own else _text(r["verdict"], "not compared"),
+                     fmt_ns(r["cpu_ns_per_op"]), fmt_busy(r["cores_busy"]),
+                     "" if own else fmt_ratio_ci(r["cpu_ratio"], r["cpu_ratio_ci_low"], r["cpu_ratio_ci_high"]),
+                     "" if own else _text(r["cpu_verdict"], "not recorded")])
+    return pd.DataFrame(out, columns=columns)
 
 
 def scaling_table(cmp: Comparison) -> pd.DataFrame:

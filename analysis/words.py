@@ -263,3 +263,124 @@ def history_sentences(history: History, profile: str | None) -> list[str]:
                  f"{runs.iloc[-1]['run_id']}."]
     lines += [f"{r.run_id} left out: {r.reason}" for r in history.left_out.itertuples()]
     return lines
+
+
+# -- the net page -----------------------------------------------------------------------------
+
+def verdict_phrase(verdict: Any, reason: Any, candidate: str, baseline: str, tie_band: float) -> str:
+    """The verdict of one row in words (candidate's side)."""
+    cn, bn = schema.display_name(candidate), schema.display_name(baseline)
+    band = f"±{tie_band:.0%}"
+    return {
+        "win": f"a win for {cn}",
+        "loss": f"a loss for {cn} ({bn} is faster beyond the {band} tie band)",
+        "tie": f"a tie (the interval lies inside the {band} tie band)",
+        "inconclusive": f"inconclusive (the interval crosses an edge of the {band} tie band)",
+    }.get(verdict, f"no verdict ({reason})" if isinstance(reason, str) and reason else "no verdict")
+
+
+def _interval_words(low: float, high: float, confidence: float) -> str:
+    if finite(low) and finite(high):
+        return f" ({confidence:.0%} CI {min(low, high):.2f}–{max(low, high):.2f}×)"
+    return " (no interval)"
+
+
+def net_sentence(row: dict[str, Any], own: dict[str, Any] | None, tie_band: float, confidence: float) -> str:
+    """One net benchmark of one candidate in words: who is faster (or streams more) by how much,
+    with the interval and the verdict, and the two sides' median and p99 (or MiB/s).
+
+    `row`: the candidate's row of net.sides(...); `own`: the baseline's row of the same benchmark
+    (None when the baseline has no data for it)."""
+    cand, base = row["runtime"], row["against"]
+    cn, bn = schema.display_name(cand), schema.display_name(base)
+    label = row["label"]
+    if own is None or not row["compared"] or not finite(row["ratio"]) or row["ratio"] <= 0:
+        reason = row["verdict_reason"] if isinstance(row["verdict_reason"], str) else f"no {bn} data"
+        return f"{label}: {cn} is not compared with {bn} ({reason})."
+    ratio, low, high = row["ratio"], row["ratio_ci_low"], row["ratio_ci_high"]
+    verdict = verdict_phrase(row["verdict"], row["verdict_reason"], cand, base, tie_band)
+    if row["benchmark"] in ("tcp_stream",):
+        text = (f"{label}: {cn} streams {ratio:.2f}× the throughput of {bn}{_interval_words(low, high, confidence)}, "
+                f"{verdict}; {_mib(row['mib_per_s'])} against {_mib(own['mib_per_s'])}")
+    else:
+        what = "per connection" if row["benchmark"] == "tcp_connect" else "per round trip"
+        words, lo, hi = ratio_words(ratio, low, high, cand, base)
+        text = (f"{label}: {words} {what}{_interval_words(lo, hi, confidence)}, {verdict}; median "
+                f"{fmt_ns(row['median_ns_per_op'])} against {fmt_ns(own['median_ns_per_op'])}, p99 "
+                f"{fmt_ns(row['p99_ns_per_op'])} against {fmt_ns(own['p99_ns_per_op'])}")
+    if row["verdict"] == "win" and row["cpu_verdict"] == "loss" and finite(row["cpu_ratio"]) and row["cpu_ratio"] > 0:
+        text += f", but it spends {1 / row['cpu_ratio']:.2f}× the CPU time per op of {bn}"
+    return text + "."
+
+
+def _mib(value: Any) -> str:
+    return f"{float(value):,.0f} MiB/s" if finite(value) else "—"
+
+
+def net_sentences(frame: pd.DataFrame, tie_band: float, confidence: float) -> list[str]:
+    """One sentence per net benchmark and candidate (net.sides order); a benchmark that only the
+    baseline ran says so."""
+    lines = []
+    for label, rows in frame.groupby("label", sort=False):
+        own = rows[rows["role"] == "baseline"]
+        own_row = own.iloc[0].to_dict() if not own.empty else None
+        candidates = rows[rows["role"] == "candidate"]
+        if candidates.empty and own_row is not None:
+            lines.append(f"{label}: only {schema.display_name(own_row['runtime'])} has data (median "
+                         f"{fmt_ns(own_row['median_ns_per_op'])}, p99 {fmt_ns(own_row['p99_ns_per_op'])}); "
+                         "nothing to compare.")
+        for row in candidates.to_dict("records"):
+            lines.append(net_sentence(row, own_row, tie_band, confidence))
+    return lines
+
+
+def conns_sentence(rows: pd.DataFrame) -> str:
+    """How tcp_echo_conns scales from the fewest to the most connections, per runtime, and the
+    verdict of each candidate at each count (rows: net.conns(...), one benchmark)."""
+    counts = sorted(int(v) for v in rows["value"].unique())
+    parts = []
+    for runtime, mine in rows.groupby("runtime", sort=False):
+        mine = mine.sort_values("value")
+        a, z = mine["median_ns_per_op"].iloc[0], mine["median_ns_per_op"].iloc[-1]
+        if len(mine) < 2 or not (finite(a) and finite(z)) or a <= 0:
+            continue
+        change = z / a
+        trend = "flat" if abs(math.log(change)) < math.log(1.1) else (
+            f"{change:.2f}× more" if change > 1 else f"{1 / change:.2f}× less")
+        parts.append(f"{schema.display_name(runtime)} {fmt_ns(a)} → {fmt_ns(z)} per round trip ({trend})")
+    verdicts = []
+    for runtime, mine in rows[rows["role"] == "candidate"].groupby("runtime", sort=False):
+        listed = ", ".join(f"{v if isinstance(v, str) else 'not compared'} at {int(n)}"
+                           for n, v in zip(mine["value"], mine["verdict"]))
+        verdicts.append(f"{schema.display_name(runtime)} against {schema.display_name(mine['against'].iloc[0])}: "
+                        f"{listed}")
+    head = f"tcp_echo_conns, {counts[0]} → {counts[-1]} connections: " if counts else "tcp_echo_conns: "
+    return head + ("; ".join(parts) or "one connection count only") + (". " + "; ".join(verdicts) if verdicts else "") + "."
+
+
+def net_missing_sentence(rc: RunComparisons) -> str:
+    """Why the net page has nothing to show: the run recorded no net rows."""
+    suites = ", ".join(rc.info.get("suites") or []) or "none listed"
+    old = " (a schema-1 run: it predates the net suite)" if rc.schema_version < 2 else ""
+    return (f"Run {rc.run_id} has no net rows (its suites: {suites}){old}, so this page has nothing to show; "
+            "the net suite is recorded by the bench command with --suite net or --suite all.")
+
+
+def net_setup_sentence(constants: dict[str, Any], info: dict[str, Any]) -> str:
+    """What one iteration of the net suite did in this run (the run's constants), and how many
+    values each median and p99 is taken over."""
+    def constant(name: str) -> str:
+        value = constants.get(name)
+        return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else "?"
+
+    stream = constants.get("net_stream_bytes")
+    stream_text = f"{stream / 2**20:g} MiB" if isinstance(stream, int) and not isinstance(stream, bool) else "?"
+    iterations, invocations = constants.get("iterations"), info.get("invocations")
+    values = (f"{iterations * invocations:,} values ({iterations} measured iterations × {invocations} invocations)"
+              if isinstance(iterations, int) and isinstance(invocations, int) else "the measured iterations")
+    return (f"Per iteration in this run: tcp_pingpong does {constant('net_rounds')} round trips on one connection; "
+            f"tcp_echo_conns {constant('net_rounds')} round trips on each of its connections; tcp_connect "
+            f"{constant('net_connect_ops')} connections; tcp_stream writes {stream_text} (and reads it back). "
+            f"Each runtime's median and p99 of a row are taken over {values}; with fewer than a few hundred "
+            "values the upper end of a p99 interval is the largest value observed (marked \"= max\"), and "
+            "such an interval covers the true p99 less often than its nominal level.")

@@ -25,9 +25,13 @@ UNLIKE_MARKER = "D"
 UNLIKE_SUFFIX = " ≠"
 
 
-def headline(cmp: Comparison) -> pd.DataFrame:
-    """The rows the overview shows, labelled ' ≠' where the two sides' semantics differ."""
-    rows = cmp.benchmarks[cmp.benchmarks["headline"].astype(bool)].copy()
+def headline(cmp: Comparison, suite: str | None = None) -> pd.DataFrame:
+    """The rows the overview shows (of one suite when `suite` is given), labelled ' ≠' where the
+    two sides' semantics differ."""
+    keep = cmp.benchmarks["headline"].astype(bool)
+    if suite is not None:
+        keep &= cmp.benchmarks["suite"] == suite
+    rows = cmp.benchmarks[keep].copy()
     unlike = ~rows["like_for_like"].astype(bool)
     rows.loc[unlike, "label"] = rows.loc[unlike, "label"] + UNLIKE_SUFFIX
     return rows
@@ -105,14 +109,15 @@ def forest_plot(cmp: Comparison) -> Figure:
     return fig
 
 
-def cpu_plot(cmp: Comparison) -> Figure:
-    """Wall-time ratio (left) against CPU-time ratio (right) for every headline row.
+def cpu_plot(cmp: Comparison, suite: str | None = None) -> Figure:
+    """Wall-time ratio (left) against CPU-time ratio (right) for every headline row (of one
+    suite when `suite` is given: the net page).
 
     Both are baseline ÷ candidate per operation: right of 1× the candidate is faster (left
     panel) or uses less CPU (right panel). A row green on the left and red on the right is a
     wall-time win that costs more CPU than the baseline spends (e.g. spinning instead of sleeping).
     """
-    bench = headline(cmp)
+    bench = headline(cmp, suite)
     bn, cn = schema.display_name(cmp.baseline), schema.display_name(cmp.candidate)
     labels, rows = row_layout(bench)
     fig = Figure(figsize=(WIDTH_INCHES + 3, max(3.0, 1.8 + ROW_INCHES * len(labels))), layout="constrained")
@@ -127,7 +132,8 @@ def cpu_plot(cmp: Comparison) -> Figure:
     cpu_ax.set_title(f"CPU time: {bn} ÷ {cn} of CPU ns/op")
     cpu_ax.set_xlabel(f"× (log scale) — right of 1×: {cn} uses less CPU")
     wall_ax.set_ylabel("benchmark (grouped by tier)")
-    fig.suptitle(f"{cn} vs {bn}: wall time against CPU time per operation, {cmp.confidence:.0%} intervals — "
+    scope = f"{suite.capitalize()} suite — " if suite else ""
+    fig.suptitle(f"{scope}{cn} vs {bn}: wall time against CPU time per operation, {cmp.confidence:.0%} intervals — "
                  f"run {cmp.run_id}")
     _legend(fig, cmp, bench)
     if not recorded:

@@ -30,10 +30,10 @@ LAYERS: dict[str, list[str]] = {
     "statistics": ["stats", "ranks"],
     "comparison": ["benchmarks"],
     "diagnostics": ["diagnostics"],
-    "results": ["summary", "compare", "artefact", "history"],
+    "results": ["summary", "compare", "artefact", "history", "net"],
     "presentation": ["fmt", "document", "render", "tables", "words", "figures", "figures.style", "figures.overview",
-                     "figures.distributions", "figures.echo", "figures.scaling", "figures.history", "notebook",
-                     "index_page"],
+                     "figures.distributions", "figures.echo", "figures.net", "figures.scaling", "figures.history",
+                     "notebook", "index_page"],
     "commands": ["options", "build", "child", "bench", "report", "cli", "__main__"],
 }
 ORDER = [name for names in LAYERS.values() for name in names]
