@@ -1,7 +1,8 @@
 """analysis.report: atomic writes, kernel choice, index.html, the `report` command end to end on
 tiny notebooks (the comparison computed once, parameters pinned to the run, code hidden, offline
 HTML, kernel logs in the report folder), the one-line error of a failing notebook, bad input, and
-the real notebooks on a one-runtime run without echo rows."""
+the real notebooks on a one-runtime run without echo rows, and the net page on a run with net
+rows and a variant."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from analysis import artefact, index_page, report, words
 from analysis.cli import main
 import report_fakes  # noqa: F401,I001 (puts tests/analysis on sys.path)
 from analysis_fakes import REPO, cli_env, write_run
+from net_fakes import write_net_run
 
 RUN_ID = "20261122T101500Z-lab1"
 PARAMS = ('data_dir = "data"\nrun_id = "latest"\nreport_dir = "reports"\nbaseline = "tokio"\ncandidate = "ampere"\n'
@@ -245,6 +247,8 @@ def test_real_notebooks_on_a_one_runtime_run_without_echo(tokio_only_run, tmp_pa
     assert "No echo suite in this run" in pages["echo"]
     assert "Only one complete run" in pages["history"]
     assert "No worker sweep in this run" in pages["scaling"]
+    assert "No net suite in this run" in pages["net"] and "has no net rows (its suites: micro)" in pages["net"]
+    assert 'src="data:image/png;base64,' not in pages["net"]
     assert pages["overview"].count('src="data:image/png;base64,') == 2  # forest plot, allocations (no CPU ratios)
     assert pages["distributions"].count('src="data:image/png;base64,') == 2 * 5  # 5 tiers x 2 figures
     assert "This run has data for Tokio only" in index.read_text()
@@ -277,3 +281,21 @@ def test_jobs_must_be_positive(two_runtime_run, tmp_path, capsys):
     assert main(["report", "--data-dir", str(data), "--out-dir", str(tmp_path / "r"), "--jobs", "0"]) == 2
     assert capsys.readouterr().err.startswith("error: --jobs must be >= 1, got 0")
     assert not (tmp_path / "r").exists()
+
+
+def test_net_page_on_a_run_with_net_rows_and_a_variant(tmp_path):
+    """The real net notebook: its figures, tables and sentences for ampere, ampere.nospin and Tokio."""
+    folder = write_net_run(tmp_path / "data")
+    lines: list[str] = []
+    index = report.build_report(folder.name, data_dir=tmp_path / "data", out_dir=tmp_path / "reports",
+                                notebooks=["net"], progress=lines.append)
+    page = (index.parent / "net.html").read_text()
+    assert not STDERR_OUTPUT.search(page) and "Traceback" not in page and not EXTERNAL.search(page)
+    assert "No net suite in this run" not in page
+    # latency, scaling over connections, throughput, and the wall/CPU ratio plot per candidate
+    assert page.count('src="data:image/png;base64,') == 3 + 2
+    for text in ("Tokio (baseline)", "ampere.nospin", "p99 per op [CI]", "MiB/s [CI]", "tcp_echo_conns, 1 → 128 connections",
+                 "30 values (10 measured iterations × 3 invocations)", "a loss for ampere"):
+        assert text in page, text
+    assert re.search(r"tcp\\?_pingpong size=64: ampere is 2\.\d\d× faster than Tokio per round trip", page)
+    assert 'href="net.html"' in index.read_text()
