@@ -32,7 +32,6 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
-import numpy as np
 import pandas as pd
 
 from . import schema
@@ -151,14 +150,3 @@ def runtimes_of(frame: pd.DataFrame) -> list[str]:
     """The runtimes of the frame in its order (candidates first, the baseline last)."""
     return list(dict.fromkeys(frame["runtime"]))
 
-
-def constant_int(constants: Mapping[str, Any], name: str) -> int | None:
-    """An integer constant of the run (run.json `constants`), None when absent or not an int."""
-    value = constants.get(name)
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
-def finite_values(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
-    """The finite values of some numeric columns (axis limits)."""
-    values = frame[columns].to_numpy(dtype=float).ravel() if not frame.empty else np.empty(0)
-    return values[np.isfinite(values)]
