@@ -112,9 +112,12 @@ pub const Counting = struct {
         return from(data).waker();
     }
 
+    /// The reference is released before the wake is counted: a test that sees the wake
+    /// (`wakeCount`, acquire) then also sees the consumed reference (`outstanding`). The
+    /// other order let a test observe the wake between the two and count the clone as leaked.
     fn countingWake(data: ?*anyopaque) void {
-        countingWakeByRef(data);
         countingDrop(data);
+        countingWakeByRef(data);
     }
 
     fn countingWakeByRef(data: ?*anyopaque) void {
