@@ -18,9 +18,9 @@ Steps
    `--variant V --invocation K --csv <staging> --meta <staging>` plus the forwarded --suite,
    --quick, --filter, --workers and --set; a program whose `--help` lists `--metrics` (today
    ampere_bench, so every ampere variant) also gets `--metrics <staging>` in its measured
-   invocations, not in the warm-up (`.staging/<variant>.<K>.metrics.jsonl`). Each runs under a watchdog (`--timeout` seconds) in
-   its own process group with a parent-death signal (analysis/child.py): it dies with the
-   orchestrator, even under `kill -9`. stderr is read line by line as it comes: `# start` /
+   invocations, not in the warm-up (`.staging/<variant>.<K>.metrics.jsonl`). Each runs under a
+   watchdog (`--timeout` seconds) in its own process group with a parent-death signal
+   (analysis/child.py): it dies with the orchestrator, even under `kill -9`. stderr is read line by line as it comes: `# start` /
    `# done` lines become progress lines on our stdout, other lines are echoed to our stderr,
    and everything the program printed is kept in `logs/<variant>.<K>.{stdout,stderr}.txt`. On
    expiry the whole process group is killed and the benchmark of the last `# start` line
