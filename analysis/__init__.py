@@ -2,16 +2,16 @@
 
 Public API for notebooks (each returns plain pandas objects to plot):
 
-    run = load_run("latest")                      # Run: .data, .meta, .info, .runtimes
+    run = load_run("latest")                      # Run: .data, .meta, .info, .runtimes, .metrics
     cmp = compare(run)                            # Comparison: .benchmarks, .runtimes, .echo, ...
     machine_table(run); fairness_table(); run_history()
     diff_runs("<run id A>", "<run id B>", runtime="ampere")
     benchmark_history(runtime="ampere")
 
 Layers (each module imports only modules of its own or a lower layer; tests/analysis/
-test_layers.py checks it): loading (errors, files, schema, bench_csv, load, fairness) ->
-statistics (stats, ranks) -> comparison (benchmarks, diagnostics, summary, compare, artefact,
-history) -> presentation (fmt, document, render, words, tables, figures, notebook, index_page)
+test_layers.py checks it): loading (errors, files, schema, bench_csv, metrics, load,
+fairness) -> statistics (stats, ranks) -> comparison (benchmarks, diagnostics, summary, compare,
+artefact, history) -> presentation (fmt, document, render, words, tables, figures, notebook, index_page)
 -> commands (options, build, child, bench, report, cli). See analysis/README.md.
 """
 

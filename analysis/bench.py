@@ -16,9 +16,11 @@ Steps
 4. The measured invocations, alternating over all selected variants (ampere 0, ampere.nospin 0,
    tokio 0, ampere 1, ...), so that drift hits every variant alike. Each gets
    `--variant V --invocation K --csv <staging> --meta <staging>` plus the forwarded --suite,
-   --quick, --filter, --workers and --set. Each runs under a watchdog (`--timeout` seconds) in
-   its own process group with a parent-death signal (analysis/child.py): it dies with the
-   orchestrator, even under `kill -9`. stderr is read line by line as it comes: `# start` /
+   --quick, --filter, --workers and --set; a program whose `--help` lists `--metrics` (today
+   ampere_bench, so every ampere variant) also gets `--metrics <staging>` in its measured
+   invocations, not in the warm-up (`.staging/<variant>.<K>.metrics.jsonl`). Each runs under a
+   watchdog (`--timeout` seconds) in its own process group with a parent-death signal
+   (analysis/child.py): it dies with the orchestrator, even under `kill -9`. stderr is read line by line as it comes: `# start` /
    `# done` lines become progress lines on our stdout, other lines are echoed to our stderr,
    and everything the program printed is kept in `logs/<variant>.<K>.{stdout,stderr}.txt`. On
    expiry the whole process group is killed and the benchmark of the last `# start` line
@@ -27,7 +29,10 @@ Steps
    requested worker count on each Tier 3-4 benchmark) and meta with the loader, merge each
    variant's CSVs into `<variant>.csv` (temporary name + rename), validate the merged file,
    copy invocation 0's meta to `<variant>.meta.json` (a different meta in a later invocation
-   is recorded as a warning), remove the staging folder and write `run.json` last.
+   is recorded as a warning), concatenate each variant's metrics files in invocation order
+   into `<variant>.metrics.jsonl` (temporary name + rename; validated with analysis/metrics.py
+   after each invocation and merged; a program that wrote none is fine), remove the staging
+   folder and write `run.json` last (`metrics_files` says which variants have one).
 Any failure writes `failed.json` (step, runtime, invocation, benchmark, reason), removes the
 staging folder and any merged file, prints one `error:` line and exits 1; no run.json is
 written. Ctrl-C (SIGINT) and SIGTERM do the same with reason "interrupted" and exit 130 / 143.
@@ -64,6 +69,8 @@ from .compare import compare
 from .errors import AnalysisError, DataError, RunFailed
 from .files import write_json_atomic
 from .load import read_bench_csv, read_json_object, runs_dir, validate_meta_json
+from .metrics import SUFFIX as METRICS_SUFFIX
+from .metrics import metrics_path, read_metrics_file
 from .options import add_stat_options
 from .render import render_table, use_color
 
@@ -344,6 +351,35 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
+def merge_lines(parts: list[Path], target: Path) -> None:
+    """Concatenate line files (JSON lines) in order into target via a temporary name + rename."""
+    tmp = target.with_name(f".{target.name}.tmp")
+    try:
+        with open(tmp, "wb") as out:
+            for part in parts:
+                data = part.read_bytes()
+                if data and not data.endswith(b"\n"):
+                    raise DataError(part, "truncated last line (no line end)", data.count(b"\n") + 1)
+                out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def supports_metrics(binary: Path) -> bool:
+    """Whether a bench program takes `--metrics PATH`: its `--help` lists the option (an old
+    ampere_bench and tokio_bench do not; they then run without it)."""
+    try:
+        done = subprocess.run([str(binary), "--help"], capture_output=True, text=True, errors="replace",
+                              timeout=60, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0 and "--metrics" in done.stdout + done.stderr
+
+
 def merge_csvs(parts: list[Path], target: Path) -> None:
     """Concatenate invocation CSVs (one header) into target via a temporary name + rename."""
     header: str | None = None
@@ -419,6 +455,8 @@ class Invocation:
     stdout_log: Path
     stderr_log: Path
     warmup: bool = False
+    #: where the program writes its runtime metrics (--metrics), None when it is not asked to
+    metrics: Path | None = None
     #: progress fields of the benchmark running now (last `# start` without its `# done`)
     running: dict[str, str] | None = None
     elapsed_s: float | None = None
@@ -524,6 +562,7 @@ def check_outputs(inv: Invocation, workers: tuple[int, ...]) -> None:
     try:
         rows = read_bench_csv(inv.csv, inv.runtime)
         validate_meta_json(inv.meta, read_json_object(inv.meta), inv.runtime)
+        _check_metrics(inv)
     except DataError as exc:
         raise StepFailed("validate", str(exc), inv.runtime, inv.index) from None
     if rows.attrs["schema_version"] != schema.SCHEMA_VERSION:
@@ -539,6 +578,17 @@ def check_outputs(inv: Invocation, workers: tuple[int, ...]) -> None:
     _check_sweep(inv, rows, workers)
 
 
+def _check_metrics(inv: Invocation) -> None:
+    """The invocation's metrics file, when it wrote one, validates and is of this invocation."""
+    if inv.metrics is None or not inv.metrics.is_file():
+        return
+    counts = read_metrics_file(inv.metrics, inv.runtime)
+    wrong = counts[counts["invocation"] != inv.index]
+    if not wrong.empty:
+        raise DataError(inv.metrics, f"invocation {int(wrong['invocation'].iloc[0])}, expected {inv.index}", None,
+                        "invocation")
+
+
 def _check_sweep(inv: Invocation, rows: Any, workers: tuple[int, ...]) -> None:
     """Every Tier 3-4 benchmark ran at every requested worker count, and at no other."""
     swept = rows[(rows["suite"] == "micro") & (rows["tier"] >= min(schema.OVERSUBSCRIBED_TIERS))]
@@ -549,7 +599,8 @@ def _check_sweep(inv: Invocation, rows: Any, workers: tuple[int, ...]) -> None:
                              f"{got}, expected {sorted(workers)} (--workers)", inv.runtime, inv.index)
 
 
-def bench_command(options: BenchOptions, variant: str, index: int, csv: Path, meta: Path) -> list[str]:
+def bench_command(options: BenchOptions, variant: str, index: int, csv: Path, meta: Path,
+                  metrics: Path | None = None) -> list[str]:
     base = schema.base_runtime(variant)
     cmd = [str(options.binary(base)), "--variant", variant, "--suite", options.suite]
     if options.quick:
@@ -559,20 +610,24 @@ def bench_command(options: BenchOptions, variant: str, index: int, csv: Path, me
     cmd += ["--workers", ",".join(map(str, options.worker_counts))]
     for item in options.sets:
         cmd += ["--set", item]
-    return cmd + ["--invocation", str(index), "--csv", str(csv), "--meta", str(meta)]
+    cmd += ["--invocation", str(index), "--csv", str(csv), "--meta", str(meta)]
+    return cmd + (["--metrics", str(metrics)] if metrics is not None else [])
 
 
-def _invocation(options: BenchOptions, folder: Path, variant: str, index: int, warmup: bool) -> Invocation:
+def _invocation(options: BenchOptions, folder: Path, variant: str, index: int, warmup: bool,
+                metrics: bool = False) -> Invocation:
     staging, logs = folder / STAGING, folder / "logs"
     stem = f"{variant}.warmup" if warmup else f"{variant}.{index}"
     csv, meta = staging / f"{stem}.csv", staging / f"{stem}.meta.json"
-    return Invocation(variant, index, bench_command(options, variant, index, csv, meta), csv, meta,
-                      logs / f"{stem}.stdout.txt", logs / f"{stem}.stderr.txt", warmup=warmup)
+    counts = staging / f"{stem}{METRICS_SUFFIX}" if metrics and not warmup else None
+    return Invocation(variant, index, bench_command(options, variant, index, csv, meta, counts), csv, meta,
+                      logs / f"{stem}.stdout.txt", logs / f"{stem}.stderr.txt", warmup=warmup, metrics=counts)
 
 
-def plan(options: BenchOptions, folder: Path) -> list[Invocation]:
-    """The measured invocations: for K in 0..n-1, every variant in order."""
-    return [_invocation(options, folder, v, k, warmup=False)
+def plan(options: BenchOptions, folder: Path, metrics_bases: tuple[str, ...] = ()) -> list[Invocation]:
+    """The measured invocations: for K in 0..n-1, every variant in order; the variants of the
+    base runtimes in `metrics_bases` record runtime metrics."""
+    return [_invocation(options, folder, v, k, warmup=False, metrics=schema.base_runtime(v) in metrics_bases)
             for k in range(options.invocation_count) for v in options.variant_names]
 
 
@@ -600,7 +655,31 @@ def finish(options: BenchOptions, folder: Path, invocations: list[Invocation]) -
                 differ = sorted(k for k in set(meta) | set(metas[0]) if meta.get(k) != metas[0].get(k))
                 warnings.append(f"{rt} meta differs in invocation {inv.index} from invocation 0: {', '.join(differ)}")
         write_json_atomic(folder / f"{rt}.meta.json", metas[0])
+        warnings += _merge_metrics(folder, rt, mine)
     return warnings
+
+
+def _merge_metrics(folder: Path, variant: str, mine: list[Invocation]) -> list[str]:
+    """`<variant>.metrics.jsonl` from the invocations' files in invocation order (none when no
+    invocation wrote one); a warning when only some did."""
+    parts = [inv.metrics for inv in mine if inv.metrics is not None and inv.metrics.is_file()]
+    if not parts:
+        return []
+    target = metrics_path(folder, variant)
+    try:
+        merge_lines(parts, target)
+        read_metrics_file(target, variant)
+    except DataError as exc:
+        raise StepFailed("merge", str(exc), variant) from None
+    if len(parts) == len(mine):
+        return []
+    without = [str(inv.index) for inv in mine if inv.metrics is None or not inv.metrics.is_file()]
+    return [f"{variant}: invocations {', '.join(without)} wrote no metrics file; {target.name} holds the others"]
+
+
+def metrics_files(folder: Path, variants: tuple[str, ...]) -> dict[str, str | None]:
+    """run.json `metrics_files`: variant -> its metrics file's name, or None without one."""
+    return {v: metrics_path(folder, v).name if metrics_path(folder, v).is_file() else None for v in variants}
 
 
 def constants_warnings(options: BenchOptions) -> list[str]:
@@ -654,7 +733,8 @@ def run_bench(options: BenchOptions) -> Path:
     state = _Run(run_id, folder, started)
     print(f"run {run_id}: {folder}", flush=True)
     clock = time.monotonic()
-    warmups, invocations = plan_warmup(options, folder), plan(options, folder)
+    metrics_bases = tuple(b for b in options.base_runtimes if supports_metrics(options.binary(b)))
+    warmups, invocations = plan_warmup(options, folder), plan(options, folder, metrics_bases)
     with child.interrupts_raise():
         try:
             _execute(options, state, warmups, invocations)
@@ -740,6 +820,7 @@ def run_info(options: BenchOptions, state: _Run, variants: dict[str, Variant], c
         "filters": options.filters, "runtimes": list(options.variant_names),
         "variants": {v: variants[v].record() for v in options.variant_names},
         "workers": list(options.worker_counts), "invocations": options.invocation_count,
+        "metrics_files": metrics_files(state.folder, options.variant_names),
         "warmup": ({"what": WARMUP_NOTE, "discarded": True,
                     "invocations": [{"runtime": w.runtime, "elapsed_s": w.elapsed_s} for w in warmups]}
                    if warmups else None),
@@ -759,7 +840,7 @@ def _record_failure(options: BenchOptions, state: _Run, failure: StepFailed) -> 
     folder = state.folder
     shutil.rmtree(folder / STAGING, ignore_errors=True)
     for variant in options.variant_names:
-        for name in (f"{variant}.csv", f"{variant}.meta.json"):
+        for name in (f"{variant}.csv", f"{variant}.meta.json", metrics_path(folder, variant).name):
             (folder / name).unlink(missing_ok=True)
     record = {"run_id": state.run_id, "status": "failed", **failure.record(), "command_line": options.command_line,
               "started_utc": iso(state.started), "failed_utc": iso(utc_now())}

@@ -1,7 +1,8 @@
 """Loading and strict validation of run folders (data/README.md is the contract).
 
 A run folder `data/runs/<run_id>/` holds `<variant>.csv`, `<variant>.meta.json` per runtime or
-runtime variant (`ampere`, `ampere.nospin`, `tokio`) and, when the run completed, `run.json`
+runtime variant (`ampere`, `ampere.nospin`, `tokio`), `<variant>.metrics.jsonl` where the program
+recorded runtime metrics (analysis/metrics.py) and, when the run completed, `run.json`
 (written last). A folder without `run.json` is incomplete: `latest` skips it with a one-line
 warning, naming the reason from `failed.json` when there is one.
 
@@ -29,6 +30,8 @@ import pandas as pd
 
 from . import schema
 from .bench_csv import read_bench_csv
+from .metrics import empty_frame as empty_metrics_frame
+from .metrics import read_run_metrics
 from .errors import AnalysisError, DataError
 
 __all__ = ["Run", "read_bench_csv", "load_run", "latest_run_path", "resolve_run_path", "run_history",
@@ -108,6 +111,10 @@ def validate_run_json(path: Path, info: dict[str, Any]) -> None:
     workers = info.get("workers")
     if workers is not None and (not isinstance(workers, list) or not all(_positive_int(w) for w in workers)):
         raise DataError(path, 'key "workers" must be a list of positive integers')
+    files = info.get("metrics_files")
+    if files is not None and (not isinstance(files, dict)
+                              or not all(v is None or isinstance(v, str) for v in files.values())):
+        raise DataError(path, 'key "metrics_files" must be an object (variant -> file name or null)')
 
 
 def _positive_int(value: Any) -> bool:
@@ -147,7 +154,8 @@ class Run:
     `data` has the CSV columns of every runtime (variant) in contract order plus `ns_per_op`
     (= elapsed_ns / ops); `cpu_ns` is float64 and `workers` Int64, NaN / <NA> in a schema-1 run.
     `meta` maps runtime -> its meta.json (absent runtimes have no entry); `info` is run.json;
-    `schema_version` is that of the CSV files (1 or 2).
+    `schema_version` is that of the CSV files (1 or 2). `metrics` holds the runtime metrics of
+    every `<variant>.metrics.jsonl` (analysis/metrics.py; empty when the run has none).
     """
 
     run_id: str
@@ -157,6 +165,7 @@ class Run:
     info: dict[str, Any]
     runtimes: tuple[str, ...] = field(default=())
     schema_version: int = 1
+    metrics: pd.DataFrame = field(default_factory=empty_metrics_frame)
 
     def rows(self, runtime: str) -> pd.DataFrame:
         return self.data[self.data["runtime"] == runtime]
@@ -287,9 +296,10 @@ def load_run(spec: str | Path = "latest", data_dir: str | Path | None = None) ->
         if meta_path.exists():
             meta[rt] = read_json_object(meta_path)
             validate_meta_json(meta_path, meta[rt], rt)
+    metrics = read_run_metrics(folder, info.get("metrics_files"))
     run_id = str(info.get("run_id") or folder.name)
     return Run(run_id=run_id, path=folder, data=data, meta=meta, info=info, runtimes=tuple(runtimes),
-               schema_version=version)
+               schema_version=version, metrics=metrics)
 
 
 def _check_one_schema(folder: Path, info: dict[str, Any], runtimes: list[str], versions: list[int]) -> int:

@@ -3,7 +3,10 @@
 `scaling_grid`: per benchmark, ns/op (solid) and CPU ns/op (dashed) against the worker count,
 both runtimes, with intervals. `ratio_grid`: per benchmark, the ratio baseline ÷ candidate
 against the worker count with its interval, the tie band and verdict colours (CPU ratio as
-hollow squares). A run without a sweep gives a figure that says so.
+hollow squares). A run without a sweep gives a figure that says so. `runtime_metrics_grid`:
+per Tier 3–4 benchmark, the runtime's events per operation (analysis/metrics.py) against the
+worker count, one line per counter and variant; a run without metrics files gives a figure
+that says so.
 """
 
 from __future__ import annotations
@@ -18,9 +21,9 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
 from .. import schema
 from ..compare import Comparison
-from ..tables import VERDICT_COLORS, swept
-from .style import (BAND_COLOR, ROLE_COLORS, band_handle, finite_span, grid, note_axes, plain_log, ratio_axis,
-                    verdict_handles)
+from ..tables import METRICS_SHOWN, VERDICT_COLORS, runtime_metrics_rows, swept
+from .style import (BAND_COLOR, OTHER_COLORS, ROLE_COLORS, band_handle, finite_span, grid, note_axes, plain_log,
+                    ratio_axis, verdict_handles)
 
 
 def _by_benchmark(cmp: Comparison) -> list[tuple[str, pd.DataFrame]]:
@@ -123,4 +126,47 @@ def ratio_grid(cmp: Comparison) -> Figure:
                                    Line2D([], [], color="#555555", marker="s", markerfacecolor="white",
                                           linestyle="none", label="CPU-time ratio")]
     fig.legend(handles=handles, loc="outside lower center", ncol=3, frameon=False)
+    return fig
+
+
+#: The counters drawn per benchmark (events per operation; the table has the others).
+METRICS_DRAWN: tuple[str, ...] = ("parks", "unparks_issued", "steals", "tasks_stolen", "inject_pops", "budget_yields")
+_COUNTER_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
+_VARIANT_STYLES = (("-", "o"), ("--", "s"), (":", "^"), ("-.", "D"))
+
+
+def runtime_metrics_grid(per_op: pd.DataFrame) -> Figure:
+    """Events per operation against worker threads, per Tier 3–4 benchmark: one colour per
+    counter (METRICS_DRAWN), one line style per variant."""
+    title = "Runtime events per operation against worker threads"
+    rows = runtime_metrics_rows(per_op)
+    drawn = [c for c in METRICS_DRAWN if c in rows.columns]
+    if rows.empty or not drawn:
+        fig = Figure(figsize=(8, 3), layout="constrained")
+        ax = fig.add_subplot()
+        ax.set_title(title)
+        ax.set_xlabel("worker threads")
+        ax.set_ylabel("events per operation")
+        note_axes(ax, "no runtime metrics in this run (recorded with --metrics: ampere variants)")
+        ax.legend(handles=[Line2D([], [], color="#999999", label="no data")], loc="upper left")
+        return fig
+    variants = list(dict.fromkeys(rows["runtime"]))
+    panels = [(schema.bench_label(b, p), g) for (b, p), g in rows.groupby(["benchmark", "param"], sort=False)]
+    fig, axes = grid(len(panels), title)
+    colors = dict(zip(drawn, (_COUNTER_COLORS + OTHER_COLORS)[: len(drawn)]))
+    for ax, (label, group) in zip(axes, panels):
+        for variant, (linestyle, marker) in zip(variants, _VARIANT_STYLES):
+            mine = group[group["runtime"] == variant].sort_values("workers")
+            x = mine["workers"].to_numpy(dtype=float)
+            for counter in drawn:
+                ax.plot(x, mine[counter].to_numpy(dtype=float), color=colors[counter], linestyle=linestyle,
+                        marker=marker, markersize=4)
+        _workers_axis(ax, sorted(int(w) for w in group["workers"].unique()))
+        ax.set_ylim(bottom=0)
+        ax.set_title(label, fontsize=10)
+        ax.set_ylabel("events per operation")
+    handles = [Line2D([], [], color=colors[c], linewidth=2, label=METRICS_SHOWN.get(c, c)) for c in drawn]
+    handles += [Line2D([], [], color="#555555", linestyle=ls, marker=m, label=schema.display_name(v))
+                for v, (ls, m) in zip(variants, _VARIANT_STYLES)]
+    fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 5), frameon=False)
     return fig

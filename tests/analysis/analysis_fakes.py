@@ -137,6 +137,8 @@ p.add_argument("--set", action="append", default=[])
 p.add_argument("--invocation", type=int, default=0)
 p.add_argument("--csv")
 p.add_argument("--meta")
+if {metrics_option}:  # the fake ampere takes --metrics, like ampere_bench; the fake tokio does not
+    p.add_argument("--metrics")
 a = p.parse_args()
 VARIANT = a.variant
 if VARIANT.split(".")[0] != RUNTIME:
@@ -171,6 +173,8 @@ if a.suite in ("echo", "all"):
     benches += [("echo", 0, "echo_f64", f"n={{n}}", n, 8000.0, 1) for n in (1, 10)]
 benches = [b for b in benches if not a.filter or any(f in b[2] for f in a.filter)]
 rows = []
+COUNTERS = ["polls", "parks", "unparks_issued", "steals", "tasks_stolen", "inject_pushes", "spin_ns"]
+metric_lines = []
 for suite, tier, name, param, ops, ns, workers in benches:
     print(f"# start suite={{suite}} benchmark={{name}} param={{param}}", file=sys.stderr, flush=True)
     if mode == "hang" and name == env("HANG_BENCH", "mutex"):
@@ -196,6 +200,14 @@ for suite, tier, name, param, ops, ns, workers in benches:
         elapsed = int(ns * ops * speed * (1 + 0.02 * rng.random()))
         times.append(elapsed)
         rows.append([VARIANT, a.invocation, suite, tier, name, param, i, ops, elapsed, elapsed, workers, 0, 0])
+    if tier >= 3 or suite != "micro":  # ran on a runtime: counts that grow with the workers
+        per_worker = [{{c: (k + 1) * iterations * ops // 10 + workers for k, c in enumerate(COUNTERS)}}
+                      for _ in range(workers)]
+        external = {{c: (3 if c == "inject_pushes" else 0) for c in COUNTERS}}
+        total = {{c: sum(w[c] for w in per_worker) + external[c] for c in COUNTERS}}
+        metric_lines.append({{"runtime": VARIANT, "invocation": a.invocation, "benchmark": name, "param": param,
+                              "suite": suite, "tier": tier, "workers": workers, "iterations": iterations,
+                              "ops": ops, "per_worker": per_worker, "external": external, "total": total}})
     times.sort()
     print(f"# done suite={{suite}} benchmark={{name}} param={{param}} median_ns_per_op={{times[len(times)//2]/ops:.3f}}",
           file=sys.stderr, flush=True)
@@ -214,6 +226,19 @@ if a.csv and mode != "nocsv":
         for r in rows:
             f.write(",".join(str(v) for v in r) + "\n")
     os.replace(tmp, a.csv)
+metrics_mode = env("METRICS", "ok")
+if getattr(a, "metrics", None) and metrics_mode != "none":
+    text = "".join(json.dumps(m) + "\n" for m in metric_lines)
+    if metrics_mode == "bad" and a.invocation == 1:
+        text = text.replace('"tasks_stolen": ', '"tasks_stolen": -', 1)
+    if metrics_mode == "wronginv":
+        text = text.replace(f'"invocation": {{a.invocation}}', '"invocation": 7')
+    if metrics_mode == "first" and a.invocation > 0:
+        text = None
+    if text is not None:
+        with open(a.metrics + ".tmp", "w") as f:
+            f.write(text)
+        os.replace(a.metrics + ".tmp", a.metrics)
 if a.meta:
     meta = {{"runtime": RUNTIME, "variant": VARIANT, "variant_settings": {{}}, "runtime_version": "0.1.0",
             "compiler": "fake", "compiler_version": "1", "tokio_version": None, "build_mode": "ReleaseFast",
@@ -226,9 +251,14 @@ if a.meta:
 '''
 
 
-def install_fake_bench(folder: Path, runtime: str) -> Path:
+def install_fake_bench(folder: Path, runtime: str, metrics: bool | None = None) -> Path:
+    """A fake program; `metrics` (default: the ampere one) makes it take `--metrics PATH` and
+    write one JSON line per benchmark that ran on a runtime (FAKE_METRICS: ok, none, bad,
+    wronginv, first)."""
     path = folder / f"{runtime}_bench"
-    path.write_text(FAKE_BENCH.format(python=sys.executable, runtime=runtime), encoding="utf-8")
+    takes_metrics = runtime == "ampere" if metrics is None else metrics
+    path.write_text(FAKE_BENCH.format(python=sys.executable, runtime=runtime, metrics_option=takes_metrics),
+                    encoding="utf-8")
     path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     return path
 

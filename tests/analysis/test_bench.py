@@ -93,8 +93,8 @@ def test_warmup_then_alternating_variants_merged_csv_and_run_json(fakes, cli):
     assert "--variant ampere.nospin " in lines[4]
     folder = only_run(fakes)
     assert sorted(p.name for p in folder.iterdir()) == [
-        "ampere.csv", "ampere.meta.json", "ampere.nospin.csv", "ampere.nospin.meta.json", "logs", "run.json",
-        "tokio.csv", "tokio.meta.json"]
+        "ampere.csv", "ampere.meta.json", "ampere.metrics.jsonl", "ampere.nospin.csv", "ampere.nospin.meta.json",
+        "ampere.nospin.metrics.jsonl", "logs", "run.json", "tokio.csv", "tokio.meta.json"]
     text = (folder / "ampere.nospin.csv").read_text()
     assert text.count("runtime,invocation") == 1
     # mutex + mutex_contended at 3 worker counts + echo_f64 n=1, n=10; 4 iterations, 3 invocations
@@ -407,3 +407,97 @@ def test_local_runs_are_ignored_and_reference_runs_tracked():
     assert "20261122T034801Z-vm" in references
     for run_id in references:  # every committed reference run is allow-listed, so new files in it show up
         assert git("check-ignore", "-q", f"data/runs/{run_id}/run.json").returncode == 1, run_id
+
+
+# -- runtime metrics (--metrics) ----------------------------------------------------------------
+
+def test_metrics_of_measured_invocations_merged_in_order(fakes, cli):
+    code, _, err = cli(*bench_args(fakes, "--runtimes", "ampere,ampere.nospin,tokio", "--invocations", "3",
+                                   "--filter", "mutex", "--filter", "echo", "--workers", "1,2"))
+    assert code == 0, err
+    lines = log_lines(fakes)
+    warmups, measured = lines[:3], lines[3:]
+    assert not any("--metrics" in line for line in warmups)  # the warm-up is discarded: no metrics
+    for line in measured:
+        variant, index = line.split()[:2]
+        if variant == "tokio":
+            assert "--metrics" not in line  # its program has no --metrics
+        else:
+            assert line.endswith(f"--metrics {only_run(fakes)}/.staging/{variant}.{index}.metrics.jsonl")
+    folder = only_run(fakes)
+    info = json.loads((folder / "run.json").read_text())
+    assert info["metrics_files"] == {"ampere": "ampere.metrics.jsonl", "ampere.nospin": "ampere.nospin.metrics.jsonl",
+                                     "tokio": None}
+    text = (folder / "ampere.nospin.metrics.jsonl").read_text()
+    entries = [json.loads(line) for line in text.splitlines()]
+    # mutex_contended at 1 and 2 workers, echo_f64 n=1 and n=10; per invocation, in invocation order
+    assert [(e["invocation"], e["benchmark"], e["param"], e["workers"]) for e in entries] == [
+        (k, b, p, w) for k in range(3) for b, p, w in (("mutex_contended", "", 1), ("mutex_contended", "", 2),
+                                                        ("echo_f64", "n=1", 1), ("echo_f64", "n=10", 1))]
+    assert {e["runtime"] for e in entries} == {"ampere.nospin"}
+    run = load_run(str(folder))
+    assert set(run.metrics["runtime"]) == {"ampere", "ampere.nospin"} and len(run.metrics) == 2 * 12
+    assert not (folder / ".staging").exists()
+
+
+def test_a_program_without_metrics_runs_without_them(fakes, cli, tmp_path):
+    old = install_fake_bench(tmp_path, "ampere", metrics=False)  # an ampere_bench from before --metrics
+    code, _, err = cli("bench", "--data-dir", str(fakes["data"]), "--ampere-bin", str(old),
+                       "--tokio-bin", str(fakes["tokio"]), "--quick", "--suite", "micro")
+    assert code == 0, err
+    assert not any("--metrics" in line for line in log_lines(fakes))
+    folder = only_run(fakes)
+    assert not list(folder.glob("*.metrics.jsonl"))
+    assert json.loads((folder / "run.json").read_text())["metrics_files"] == {"ampere": None, "tokio": None}
+    assert load_run(str(folder)).metrics.empty
+
+
+def test_a_program_that_writes_no_metrics_file_is_fine(fakes, cli, monkeypatch):
+    monkeypatch.setenv("FAKE_METRICS", "none")
+    code, _, err = cli(*bench_args(fakes, "--suite", "micro"))
+    assert code == 0, err
+    assert json.loads((only_run(fakes) / "run.json").read_text())["metrics_files"]["ampere"] is None
+
+
+def test_metrics_of_some_invocations_only_is_a_warning(fakes, cli, monkeypatch):
+    monkeypatch.setenv("FAKE_METRICS", "first")
+    code, _, err = cli(*bench_args(fakes, "--suite", "micro"))
+    assert code == 0, err
+    assert "warning: ampere: invocations 1 wrote no metrics file; ampere.metrics.jsonl holds the others" in err
+    counts = load_run(str(only_run(fakes))).metrics
+    assert set(counts["invocation"]) == {0}
+
+
+@pytest.mark.parametrize("mode, reason", [
+    ("bad", "ampere.1.metrics.jsonl:1: per_worker[0].tasks_stolen: -"),
+    ("wronginv", "ampere.0.metrics.jsonl: invocation: invocation 7, expected 0"),
+])
+def test_bad_metrics_fail_validation(fakes, cli, monkeypatch, mode, reason):
+    monkeypatch.setenv("FAKE_METRICS", mode)
+    code, _, err = cli(*bench_args(fakes, "--suite", "micro"))
+    assert code == 1
+    failed = assert_failed(fakes, err, step="validate", runtime="ampere", invocation=1 if mode == "bad" else 0)
+    assert reason in failed["reason"]
+    assert not list(only_run(fakes).glob("*.metrics.jsonl"))
+
+
+def test_merge_lines_refuses_a_truncated_part(tmp_path):
+    good, cut = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    good.write_text('{"x": 1}\n')
+    cut.write_text('{"x": 2}')
+    target = tmp_path / "all.jsonl"
+    with pytest.raises(bench.DataError, match=r"b.jsonl:1: truncated last line"):
+        bench.merge_lines([good, cut], target)
+    assert not target.exists() and not list(tmp_path.glob(".all*"))
+    bench.merge_lines([good, good], target)
+    assert target.read_text() == '{"x": 1}\n{"x": 1}\n'
+
+
+def test_a_failure_after_merging_removes_the_merged_metrics(fakes, cli, monkeypatch):
+    def fail(*_args):
+        raise bench.StepFailed("merge", "disk full")
+    monkeypatch.setattr(bench, "suites_present", fail)  # runs after every file was merged
+    code, _, err = cli(*bench_args(fakes, "--suite", "micro"))
+    assert code == 1
+    assert_failed(fakes, err, step="merge", reason="disk full")
+    assert not list(only_run(fakes).glob("*.metrics.jsonl"))

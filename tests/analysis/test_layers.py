@@ -26,7 +26,7 @@ from analysis_fakes import REPO
 
 PACKAGE = REPO / "analysis"
 LAYERS: dict[str, list[str]] = {
-    "loading": ["errors", "files", "schema", "bench_csv", "load", "fairness"],
+    "loading": ["errors", "files", "schema", "bench_csv", "metrics", "load", "fairness"],
     "statistics": ["stats", "ranks"],
     "comparison": ["benchmarks"],
     "diagnostics": ["diagnostics"],

@@ -55,6 +55,24 @@ def test_bench_records_a_complete_quick_run(pipeline):
     assert "run complete:" in pipeline.bench.stdout
 
 
+def test_bench_records_ampere_runtime_metrics(pipeline):
+    """ampere_bench takes --metrics: one line per runtime benchmark, invocation and worker count."""
+    pipeline.require("bench")
+    run = pipeline.run_dir
+    info = json.loads((run / "run.json").read_text())
+    assert info["metrics_files"] == {"ampere": "ampere.metrics.jsonl", "tokio": None}
+    entries = [json.loads(line) for line in (run / "ampere.metrics.jsonl").read_text().splitlines()]
+    with open(run / "ampere.csv", newline="") as handle:
+        runtime_rows = {(r["invocation"], r["benchmark"], r["param"], r["workers"]) for r in csv.DictReader(handle)
+                        if r["suite"] != "micro" or r["tier"] in ("3", "4")}
+    assert {(str(e["invocation"]), e["benchmark"], e["param"], str(e["workers"])) for e in entries} == runtime_rows
+    assert [e["invocation"] for e in entries] == sorted(e["invocation"] for e in entries)  # invocation order
+    for e in entries:
+        assert len(e["per_worker"]) == e["workers"], e["benchmark"]
+        if e["benchmark"] == "task_spawn":  # every spawned task is polled at least once
+            assert e["total"]["polls"] >= e["iterations"] * e["ops"], e
+
+
 def test_variant_runs_end_to_end(pipeline, tmp_path):
     """ampere.nospin through the real program: its own CSV and meta, rows labelled with it."""
     pipeline.require("bench")
@@ -158,6 +176,8 @@ def test_report_contents_name_the_run(pipeline):
     assert "No echo suite in this run" not in echo  # the quick run has the echo suite
     history = (folder / "history.html").read_text(encoding="utf-8")
     assert "Only one complete run of the quick profile" in history
+    scaling = (folder / "scaling.html").read_text(encoding="utf-8")
+    assert "Events per operation" in scaling and "No runtime metrics in this run" not in scaling
 
 
 def test_index_links_resolve(pipeline):

@@ -249,6 +249,7 @@ def test_real_notebooks_on_a_one_runtime_run_without_echo(tokio_only_run, tmp_pa
     assert "No worker sweep in this run" in pages["scaling"]
     assert "No net suite in this run" in pages["net"] and "has no net rows (its suites: micro)" in pages["net"]
     assert 'src="data:image/png;base64,' not in pages["net"]
+    assert "No runtime metrics in this run" in pages["scaling"]
     assert pages["overview"].count('src="data:image/png;base64,') == 2  # forest plot, allocations (no CPU ratios)
     assert pages["distributions"].count('src="data:image/png;base64,') == 2 * 5  # 5 tiers x 2 figures
     assert "This run has data for Tokio only" in index.read_text()
