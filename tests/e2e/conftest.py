@@ -105,6 +105,8 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Pipeline:
     for fmt in FORMATS:
         result.compare[fmt] = _run("compare", "latest", "--format", fmt, "--color", "never",
                                    "--data-dir", str(result.data_dir))
-    result.report = _run("report", "latest", "--data-dir", str(result.data_dir),
+    # A data folder relative to the repository, as `make report` passes it (`data`): the
+    # notebooks run in notebooks/, so every path they use must be resolved, not taken as given.
+    result.report = _run("report", "latest", "--data-dir", os.path.relpath(result.data_dir, REPO),
                          "--out-dir", str(result.reports_dir))
     return result
