@@ -69,8 +69,10 @@ def write_scaled_run(source: Path, target_data: Path, factor: int) -> Path:
         write_text_atomic(folder / f"{rt}.csv", rows.to_csv(index=False, lineterminator="\n"))
         if rt in run.meta:
             write_json_atomic(folder / f"{rt}.meta.json", run.meta[rt])
-    info = dict(run.info, run_id=folder.name, schema_version=2,
-                invocations=int(run.info.get("invocations", 1)) * factor, workers=[num_workers])
+    # The runtime metrics are not part of what compare reads: the synthetic run has none.
+    info = {k: v for k, v in run.info.items() if k != "metrics_files"}
+    info.update(run_id=folder.name, schema_version=2, invocations=int(run.info.get("invocations", 1)) * factor,
+                workers=run.info.get("workers") or [num_workers])
     write_json_atomic(folder / "run.json", info)
     return folder
 
