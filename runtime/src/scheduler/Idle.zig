@@ -21,9 +21,11 @@
 //!   workers are awake. The woken worker starts out searching.
 //! - At most half the workers search at once (`transitionWorkerToSearching`): stealing is
 //!   contention, and a few searchers suffice.
-//! - A searcher that finds work stops searching; if it was the last searcher it must wake
-//!   another worker (`transitionWorkerFromSearching` returns true), so that remaining work
-//!   keeps being looked for while it runs its task.
+//! - A searcher that finds work stops searching; if it was the last searcher
+//!   (`transitionWorkerFromSearching` returns true) it checks every queue and wakes another
+//!   worker if one holds work, so that remaining work keeps being looked for while it runs its
+//!   task. (Tokio wakes one without checking; with a single task in flight that woke a worker
+//!   per task only for it to find nothing and park again.)
 //! - A searcher that goes to sleep as the last searcher must check every queue once more
 //!   after registering as asleep (`transitionWorkerToParked` returns true).
 //!
@@ -146,7 +148,8 @@ pub fn transitionWorkerToSearching(self: *Idle) bool {
     return true;
 }
 
-/// A searching worker found work. True if it was the last searcher: it must wake another.
+/// A searching worker found work. True if it was the last searcher: it must then wake
+/// another worker if any queue still holds work (`Shared.notifyIfWorkPending`).
 pub fn transitionWorkerFromSearching(self: *Idle) bool {
     const previous = self.state.fetchSub(searching_one, .seq_cst);
     assert(searching(previous) > 0);
