@@ -183,11 +183,6 @@ fn pushBack(self: *Worker, task: *Header) void {
     self.metrics.bumpBy(.inject_pushes, overflowed);
 }
 
-/// Wakes a sleeping worker if nobody searches (counted).
-fn notifyParked(self: *Worker) void {
-    if (self.shared.notifyParked()) self.metrics.bump(.unparks_issued);
-}
-
 fn nextTask(self: *Worker) ?*Header {
     if (self.tick % self.shared.options.global_queue_interval == 0) {
         if (self.shared.inject.pop()) |task| {
