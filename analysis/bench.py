@@ -67,7 +67,7 @@ from . import child, schema
 from .build import BINARIES, REPO_ROOT, RUNTIMES, build
 from .compare import compare
 from .errors import AnalysisError, DataError, RunFailed
-from .files import write_json_atomic
+from .files import atomic_writer, write_json_atomic
 from .load import read_bench_csv, read_json_object, runs_dir, validate_meta_json
 from .metrics import SUFFIX as METRICS_SUFFIX
 from .metrics import metrics_path, read_metrics_file
@@ -352,21 +352,13 @@ def sha256_of(path: Path) -> str:
 
 
 def merge_lines(parts: list[Path], target: Path) -> None:
-    """Concatenate line files (JSON lines) in order into target via a temporary name + rename."""
-    tmp = target.with_name(f".{target.name}.tmp")
-    try:
-        with open(tmp, "wb") as out:
-            for part in parts:
-                data = part.read_bytes()
-                if data and not data.endswith(b"\n"):
-                    raise DataError(part, "truncated last line (no line end)", data.count(b"\n") + 1)
-                out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    """Concatenate line files (JSON lines) in order into target, atomically."""
+    with atomic_writer(target, binary=True) as out:
+        for part in parts:
+            data = part.read_bytes()
+            if data and not data.endswith(b"\n"):
+                raise DataError(part, "truncated last line (no line end)", data.count(b"\n") + 1)
+            out.write(data)
 
 
 def supports_metrics(binary: Path) -> bool:
@@ -381,25 +373,17 @@ def supports_metrics(binary: Path) -> bool:
 
 
 def merge_csvs(parts: list[Path], target: Path) -> None:
-    """Concatenate invocation CSVs (one header) into target via a temporary name + rename."""
+    """Concatenate invocation CSVs (one header) into target, atomically."""
     header: str | None = None
-    tmp = target.with_name(f".{target.name}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8", newline="") as out:
-            for part in parts:
-                lines = part.read_text(encoding="utf-8").splitlines(keepends=True)
-                if header is None:
-                    header = lines[0]
-                    out.write(header)
-                elif lines[0] != header:
-                    raise DataError(part, "header differs from the first invocation's", 1, "header")
-                out.writelines(lines[1:])
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with atomic_writer(target) as out:
+        for part in parts:
+            lines = part.read_text(encoding="utf-8").splitlines(keepends=True)
+            if header is None:
+                header = lines[0]
+                out.write(header)
+            elif lines[0] != header:
+                raise DataError(part, "header differs from the first invocation's", 1, "header")
+            out.writelines(lines[1:])
 
 
 # -- one invocation under the watchdog --------------------------------------------------------

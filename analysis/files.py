@@ -9,7 +9,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, Iterator
 
 
 def file_mode() -> int:
@@ -19,13 +19,16 @@ def file_mode() -> int:
     return 0o666 & ~mask
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write text to `path` via a temporary file in the same folder and a rename."""
+@contextlib.contextmanager
+def atomic_writer(path: Path, binary: bool = False) -> Iterator[IO[Any]]:
+    """A file to write that becomes `path` (flushed, synced, renamed into place) when the block
+    ends; if the block raises, the temporary file is removed and `path` is left as it was.
+    Text mode is UTF-8 with no newline translation."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
+        with (os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline="")) as out:
+            yield out
             out.flush()
             os.fsync(out.fileno())
         os.chmod(tmp, file_mode())
@@ -34,6 +37,12 @@ def write_text_atomic(path: Path, text: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write text to `path` via a temporary file in the same folder and a rename."""
+    with atomic_writer(path) as out:
+        out.write(text)
 
 
 def write_json_atomic(path: Path, value: Any) -> None:

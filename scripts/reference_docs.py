@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from analysis import artefact, load_run, machine_table, notebook, schema, tables, words  # noqa: E402
 from analysis.figures import overview  # noqa: E402
-from analysis.files import write_text_atomic  # noqa: E402
+from analysis.files import atomic_writer, write_text_atomic  # noqa: E402
 from analysis.fmt import fmt_ns  # noqa: E402
 from analysis.render import md_table, render  # noqa: E402
 
@@ -39,10 +39,8 @@ def forest(comparison) -> None:
     micro = copy.copy(comparison)
     micro.benchmarks = comparison.benchmarks[comparison.benchmarks["suite"] == "micro"].reset_index(drop=True)
     figure = overview.forest_plot(micro)
-    FIGURE.parent.mkdir(parents=True, exist_ok=True)
-    tmp = FIGURE.with_name(f".{FIGURE.stem}.tmp.png")
-    figure.savefig(tmp, dpi=110)
-    tmp.replace(FIGURE)
+    with atomic_writer(FIGURE, binary=True) as out:
+        figure.savefig(out, dpi=110, format="png")
 
 
 def micro_markdown(comparison) -> str:
