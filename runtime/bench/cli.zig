@@ -125,20 +125,7 @@ pub const Options = struct {
 pub const Error = error{BadCommandLine};
 
 /// The one-line message of a parse failure.
-pub const Diagnostic = struct {
-    buffer: [256]u8 = undefined,
-    len: usize = 0,
-
-    pub fn fail(self: *Diagnostic, comptime format: []const u8, args: anytype) Error {
-        const text = std.fmt.bufPrint(&self.buffer, format, args) catch self.buffer[0..];
-        self.len = text.len;
-        return error.BadCommandLine;
-    }
-
-    pub fn message(self: *const Diagnostic) []const u8 {
-        return self.buffer[0..self.len];
-    }
-};
+pub const Diagnostic = @import("diagnostic.zig").Diagnostic(Error, error.BadCommandLine, 256);
 
 const value_flags = [_][]const u8{ "--suite", "--profile", "--filter", "--workers", "--variant", "--set", "--invocation", "--csv", "--meta", "--metrics" };
 

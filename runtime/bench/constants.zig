@@ -209,24 +209,7 @@ pub const Constants = struct {
 pub const Error = error{InvalidConstants};
 
 /// The one-line message of the last failure (printed as `error: <message>`).
-pub const Diagnostic = struct {
-    buffer: [256]u8 = undefined,
-    len: usize = 0,
-
-    pub fn fail(self: *Diagnostic, comptime format: []const u8, args: anytype) Error {
-        const text = std.fmt.bufPrint(&self.buffer, format, args) catch blk: {
-            const ellipsis = "...";
-            @memcpy(self.buffer[self.buffer.len - ellipsis.len ..], ellipsis);
-            break :blk self.buffer[0..];
-        };
-        self.len = text.len;
-        return error.InvalidConstants;
-    }
-
-    pub fn message(self: *const Diagnostic) []const u8 {
-        return self.buffer[0..self.len];
-    }
-};
+pub const Diagnostic = @import("diagnostic.zig").Diagnostic(Error, error.InvalidConstants, 256);
 
 fn isWarmupKey(key: []const u8) bool {
     const eql = std.mem.eql;

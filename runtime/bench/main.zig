@@ -356,6 +356,7 @@ test {
     _ = net;
     _ = metrics;
     _ = @import("LibcCopy.zig");
+    _ = @import("diagnostic.zig");
     _ = variants;
 }
 

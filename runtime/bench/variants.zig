@@ -76,24 +76,7 @@ pub const Variant = struct {
 pub const Error = error{InvalidVariant};
 
 /// The one-line message of the last failure (printed as `error: <message>`).
-pub const Diagnostic = struct {
-    buffer: [512]u8 = undefined,
-    len: usize = 0,
-
-    pub fn fail(self: *Diagnostic, comptime format: []const u8, args: anytype) Error {
-        const text = std.fmt.bufPrint(&self.buffer, format, args) catch blk: {
-            const ellipsis = "...";
-            @memcpy(self.buffer[self.buffer.len - ellipsis.len ..], ellipsis);
-            break :blk self.buffer[0..];
-        };
-        self.len = text.len;
-        return error.InvalidVariant;
-    }
-
-    pub fn message(self: *const Diagnostic) []const u8 {
-        return self.buffer[0..self.len];
-    }
-};
+pub const Diagnostic = @import("diagnostic.zig").Diagnostic(Error, error.InvalidVariant, 512);
 
 /// Whether `name` matches `[a-z][a-z0-9_]*(\.[a-z0-9_]+)?`.
 pub fn validName(name: []const u8) bool {

@@ -368,23 +368,8 @@ test "runtime stress: Notify tokens between 2 producer and 4 consumer tasks, non
 // ---------------------------------------------------------------------------------------
 // OnceCell
 
-/// Yields once (so that other tasks queue behind the initializer), then counts its completion.
-const CountingInit = struct {
-    pub const Output = u64;
-    value: u64,
-    completions: *Atomic(u32),
-    yielded: bool = false,
-
-    pub fn poll(self: *CountingInit, cx: *Context) Poll(u64) {
-        if (!self.yielded) {
-            self.yielded = true;
-            cx.waker().wakeByRef();
-            return .pending;
-        }
-        _ = self.completions.fetchAdd(1, .monotonic);
-        return .{ .ready = self.value };
-    }
-};
+/// Yields once, then counts its completion (shared with the thread-level stress tests).
+const CountingInit = @import("stress_tests.zig").CountingInit;
 
 const Cell = OnceCell(u64);
 

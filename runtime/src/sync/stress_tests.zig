@@ -357,7 +357,7 @@ test "stress: Notify never loses a notifyOne; notifyWaiters reaches futures crea
 
 /// Init future: yields once (wakes itself and returns pending) so that other callers queue
 /// behind it, then counts its completion.
-const CountingInit = struct {
+pub const CountingInit = struct {
     pub const Output = u64;
     value: u64,
     completions: *Atomic(u32),
