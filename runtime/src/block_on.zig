@@ -42,6 +42,8 @@ pub fn blockOnPool(pool: *SharedParker.Pool, f: anytype, spin_ns: u64, recorder:
         const scope = budget.Scope.begin(budget.units_per_poll);
         const result = f.poll(&cx);
         scope.end();
+        policy.confirm(); // Every wake-up of this thread leads to a poll.
+
         switch (result) {
             .ready => |value| return value,
             .pending => {

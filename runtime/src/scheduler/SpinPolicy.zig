@@ -47,6 +47,10 @@ skip: u32 = 0,
 backoff: u32 = 0,
 /// Set by `expectWakeup`, consumed by the next park.
 wakeup_expected: bool = false,
+/// A spin ended with a notification and the thread has not confirmed since (`confirm`) that
+/// the wake-up brought it something to do. The next `plan` still finding it set counts the
+/// spin as fruitless.
+unconfirmed: bool = false,
 
 pub fn init(bound_ns: u64) SpinPolicy {
     return .{ .bound_ns = bound_ns };
@@ -73,6 +77,12 @@ pub const Plan = struct {
 pub fn plan(self: *SpinPolicy) Plan {
     const expected = self.wakeup_expected;
     self.wakeup_expected = false;
+    if (self.unconfirmed) {
+        // Woken during the last spin, but parking again with nothing done in between: the
+        // notification announced work that somebody else ran first.
+        self.unconfirmed = false;
+        self.backOff();
+    }
     if (self.bound_ns == 0) return .{ .spin_ns = 0, .needs_slot = false };
     if (self.skip > 0) {
         self.skip -= 1;
@@ -81,15 +91,30 @@ pub fn plan(self: *SpinPolicy) Plan {
     return .{ .spin_ns = self.bound_ns, .needs_slot = !expected };
 }
 
-/// Records how a spin ended and adjusts the back-off.
+/// Records how a spin ended. A timeout backs off at once; a notification is judged by what
+/// follows: `confirm` (the thread ran something) resets the back-off, a park without it backs
+/// off (see `plan`).
 pub fn observe(self: *SpinPolicy, woken: bool) void {
     assert(self.skip == 0); // Only a park that spun reports.
+    assert(!self.unconfirmed); // `plan` judged the previous one.
     if (woken) {
-        self.backoff = 0;
+        self.unconfirmed = true;
     } else {
-        self.backoff = @min(2 * self.backoff + 1, skip_max);
-        self.skip = self.backoff;
+        self.backOff();
     }
+}
+
+/// The thread woke up to work (a worker got a task to run, a `blockOn` thread polled its
+/// future): the spin that preceded paid for itself. Cheap enough for every task.
+pub inline fn confirm(self: *SpinPolicy) void {
+    if (!self.unconfirmed) return;
+    self.unconfirmed = false;
+    self.backoff = 0;
+}
+
+fn backOff(self: *SpinPolicy) void {
+    self.backoff = @min(2 * self.backoff + 1, skip_max);
+    self.skip = self.backoff;
     assert(self.backoff <= skip_max);
 }
 

@@ -232,6 +232,7 @@ fn runTask(self: *Worker, task: *Header) void {
     const shared = self.shared;
     assert(current_worker == self);
     assert(self.lifo_enabled);
+    self.spin.confirm();
     if (self.is_searching) {
         self.is_searching = false;
         // The last searcher to find work wakes another worker only if a queue still holds
@@ -296,8 +297,19 @@ fn scheduleLocal(self: *Worker, task: *Header, yielded: bool) void {
     assert(current_worker == self);
     assert(task.load() & Header.scheduled != 0);
     self.metrics.bump(.local_schedules);
-    if (yielded or !self.lifo_enabled) {
+    if (yielded) {
         self.pushBack(task);
+    } else if (!self.lifo_enabled) {
+        // The LIFO chain hit `lifo_polls_max`: the task goes to the back of the queue. Into an
+        // otherwise empty queue it is simply this worker's next task, in the position of a
+        // LIFO-slot task (which Tokio does not announce either): it runs when the current
+        // poll returns. Waking a worker for it only hands the next hop of a serial chain (a
+        // lock hand-off, a ping-pong) to another CPU, which then fights this one for the same
+        // lock or channel: with a contended mutex at 2 workers that was a wake-up every ~4
+        // ops and 2x the CPU per op. A searcher may still steal it.
+        const was_empty = self.local().isEmpty();
+        self.pushBack(task);
+        if (was_empty) return;
     } else {
         const previous = self.lifo;
         self.lifo = task;
