@@ -266,3 +266,104 @@ test "metrics: a worker that finds the only task in flight wakes no other worker
         try testing.expect(worker_unparks * 10 <= rounds);
     }
 }
+
+/// Two tasks that take turns (ping_pong's shape without a channel): each turn wakes the other
+/// player from inside a poll, so on a worker the pair runs as a LIFO chain, and every
+/// `lifo_polls_max` hops the woken player goes to the back of the worker's otherwise empty
+/// queue.
+const Rally = struct {
+    lock: std.Thread.Mutex = .{},
+    /// Whose turn it is; guarded by `lock`, like the fields below.
+    turn: u1 = 0,
+    hits: u64 = 0,
+    wakers: [2]?ampere.Waker = .{ null, null },
+};
+
+const Player = struct {
+    pub const Output = u64;
+    rally: *Rally,
+    side: u1,
+    rounds: u64,
+
+    pub fn poll(self: *Player, cx: *Context) Poll(u64) {
+        const rally = self.rally;
+        const other: u1 = 1 - self.side;
+        rally.lock.lock();
+        while (true) {
+            if (rally.hits >= self.rounds) {
+                const waiting = rally.wakers[other];
+                rally.wakers[other] = null;
+                const hits = rally.hits;
+                rally.lock.unlock();
+                if (waiting) |waker| waker.wake(); // Lets the other player see the end too.
+                return .{ .ready = hits };
+            }
+            if (rally.turn != self.side) {
+                const stale = rally.wakers[self.side];
+                rally.wakers[self.side] = cx.waker().clone();
+                rally.lock.unlock();
+                if (stale) |waker| waker.drop();
+                return .pending;
+            }
+            rally.hits += 1;
+            rally.turn = other;
+            const waiting = rally.wakers[other];
+            rally.wakers[other] = null;
+            rally.lock.unlock();
+            if (waiting) |waker| waker.wake();
+            rally.lock.lock();
+        }
+    }
+};
+
+/// Spawns both players of a rally and joins them.
+const RallyMatch = struct {
+    pub const Output = u64;
+    rally: Rally = .{},
+    rounds: u64,
+    handles: ?[2]JoinHandle(u64) = null,
+    joined: u2 = 0,
+
+    pub fn poll(self: *RallyMatch, cx: *Context) Poll(u64) {
+        if (self.handles == null) {
+            self.handles = .{
+                ampere.spawn(Player{ .rally = &self.rally, .side = 0, .rounds = self.rounds }) catch @panic("spawn"),
+                ampere.spawn(Player{ .rally = &self.rally, .side = 1, .rounds = self.rounds }) catch @panic("spawn"),
+            };
+        }
+        while (self.joined < 2) : (self.joined += 1) {
+            switch (self.handles.?[self.joined].poll(cx)) {
+                .pending => return .pending,
+                .ready => |output| if ((output catch @panic("cancelled")) != self.rounds) @panic("wrong hit count"),
+            }
+        }
+        return .{ .ready = self.rally.hits };
+    }
+};
+
+test "metrics: a LIFO chain cut at lifo_polls_max wakes no other worker for its next hop" {
+    // Each hop of the rally wakes the other player on the hopping worker's thread. After
+    // `lifo_polls_max` LIFO hops the woken player goes to the back of that worker's queue,
+    // which holds nothing else: it is the worker's next task either way. The old rule woke a
+    // second worker there (Tokio does), about once per four hops; that worker took the hop or
+    // found nothing, and with a contended lock it doubled the CPU per op.
+    const rounds = @import("testing.zig").scaled(20_000, 20);
+    for ([_]u32{ 2, 4 }) |workers| {
+        const rt = try Runtime.init(testing.allocator, .{ .workers = workers });
+        defer rt.deinit();
+        const before = rt.metrics();
+        const hits = try rt.blockOn(try rt.spawn(RallyMatch{ .rounds = rounds }));
+        try testing.expectEqual(@as(u64, rounds), hits);
+        const delta = rt.metrics().minus(&before);
+        var worker_unparks: u64 = 0;
+        var lifo_hits: u64 = 0;
+        for (delta.workers()) |counts| {
+            worker_unparks += counts.get(.unparks_issued);
+            lifo_hits += counts.get(.lifo_hits);
+        }
+        // The chain really ran through the LIFO slot (the test's premise)...
+        try testing.expect(lifo_hits * 2 >= rounds);
+        // ...and woke other workers rarely (the spawns and the joins may), not once per cap.
+        try testing.expect(worker_unparks * 20 <= rounds);
+    }
+}

@@ -18,11 +18,17 @@
 //!    function to the blocking pool (`expectWakeup`) will be woken when the function returns;
 //!    a `blockOn` thread waits for the reply to work it started. Both spin even while another
 //!    worker holds the slot.
-//! 4. **Backed off when spinning does not pay.** A spin that ends without a notification
-//!    (the wake-up came later than the bound, or never) doubles the number of following parks
-//!    that sleep at once — 1, 3, 7, ... up to `skip_max` — and a spin that ends with a
-//!    notification resets it. A thread whose wake-ups come late thus spins on about one park
-//!    in 64, and one whose wake-ups come soon spins on every park.
+//! 4. **Backed off when spinning does not pay.** A spin pays when it ends with a notification
+//!    *and* the thread then has something to run (`confirm`: a worker gets a task, a `blockOn`
+//!    thread polls its future). A spin that ends without a notification (the wake-up came
+//!    later than the bound, or never), or with one after which the thread parks again having
+//!    run nothing (the announced task was taken by the worker that queued it, or stolen by
+//!    another), doubles the number of following parks that sleep at once — 1, 3, 7, ... up to
+//!    `skip_max`; a spin that pays resets it. A thread whose wake-ups come late or bring
+//!    nothing thus spins on about one park in 64, and one whose wake-ups bring work soon
+//!    spins on every park. (Counting a bare notification as success let a worker beside a
+//!    serial chain — a contended lock's hand-offs — cycle notify, spin, find nothing, park
+//!    every ~400 ns: 2x the CPU of the work itself at 2 workers.)
 //!
 //! The policy state is owned by the parking thread (plain fields, no atomics); the spinning
 //! slot is in `Idle` (shared). Outcomes are counted in the thread's metrics recorder
@@ -180,13 +186,34 @@ test "off means never, and a fruitless spin backs off exponentially" {
     var skipped: u32 = 0;
     while (policy.plan().spin_ns == 0) skipped += 1;
     try std.testing.expectEqual(@as(u32, 3), skipped);
-    policy.observe(true); // A wake-up during the spin: spin on every park again.
+    policy.observe(true); // A wake-up during the spin that brought work: spin on every park again.
+    policy.confirm();
     try std.testing.expectEqual(@as(u64, 1000), policy.plan().spin_ns);
     for (0..20) |_| {
         while (policy.plan().spin_ns == 0) {}
         policy.observe(false);
     }
     try std.testing.expectEqual(skip_max, policy.skip);
+}
+
+test "a wake-up that brought nothing to do backs off like a timeout" {
+    var policy = SpinPolicy.init(1000);
+    try std.testing.expectEqual(@as(u64, 1000), policy.plan().spin_ns);
+    policy.observe(true); // Notified...
+    // ...but parking again without `confirm`: somebody else ran the announced work.
+    try std.testing.expectEqual(Plan{ .spin_ns = 0, .needs_slot = false, .backed_off = true }, policy.plan());
+    try std.testing.expectEqual(@as(u64, 1000), policy.plan().spin_ns);
+    policy.observe(true);
+    var skipped: u32 = 0;
+    while (policy.plan().spin_ns == 0) skipped += 1;
+    try std.testing.expectEqual(@as(u32, 3), skipped); // Doubled, as after two timeouts.
+    policy.observe(true);
+    policy.confirm(); // This time the wake-up brought work: the back-off is forgotten.
+    try std.testing.expectEqual(@as(u64, 1000), policy.plan().spin_ns);
+    policy.observe(false);
+    try std.testing.expectEqual(@as(u32, 1), policy.skip);
+    policy.confirm(); // Running work after a timed-out spin changes nothing.
+    try std.testing.expectEqual(@as(u32, 1), policy.skip);
 }
 
 test "an expected wake-up spins without the slot, once" {
@@ -203,6 +230,7 @@ test "spin counts a notification and a timeout" {
     var policy = SpinPolicy.init(200 * std.time.ns_per_us);
     parker.unpark();
     try std.testing.expect(policy.spin(&parker, policy.bound_ns, recorder));
+    policy.confirm();
     try std.testing.expect(!policy.parkTimeout(&parker, 1 * std.time.ns_per_ms, policy.plan().spin_ns, recorder));
     const counts = counters.snapshot();
     try std.testing.expectEqual(@as(u64, 1), counts.get(.spins_woken));

@@ -49,6 +49,13 @@
 //! of the queue. A task woken from any other thread goes to the inject queue, followed by
 //! waking an idle worker.
 //!
+//! Which local pushes wake an idle worker (`scheduleLocal`): a displaced LIFO occupant and a
+//! yielded task do (as in Tokio); a task that lands in the LIFO slot does not (it runs next);
+//! and — unlike Tokio — neither does a task sent to the back because the LIFO chain reached
+//! `lifo_polls_max` when the queue was otherwise empty: it too is simply the next task, and
+//! waking a worker for it handed each fourth hop of a serial chain (lock hand-offs) to another
+//! CPU, which then contended for the same lock (see `scheduleLocal`).
+//!
 //! The LIFO slot, `tick`, `is_searching`, the spin policy and the metrics counters are written
 //! only by the owning thread (the counters with relaxed atomic stores, so `Runtime.metrics`
 //! may read them from anywhere: see `Metrics`). When the worker stops (shutdown), it moves its
