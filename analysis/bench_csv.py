@@ -47,8 +47,8 @@ import pandas as pd
 
 from . import schema
 from .errors import DataError
+from .files import read_input_text
 
-BOM = "\ufeff"
 #: Syntax of an integer field: optional minus (ranges are checked as values), 1..18 digits.
 _INT = rf"-?[0-9]{{1,{schema.INT_DIGITS_MAX}}}"
 #: Syntax of a free text field (suite: its value is checked against the suite list).
@@ -66,24 +66,11 @@ STRING_COLUMNS: tuple[str, ...] = tuple(c for c in schema.CSV_COLUMNS if c not i
 # -- bytes and lines --------------------------------------------------------------------------
 
 def _read_text(path: Path) -> str:
-    """The file as text: UTF-8 decoded, BOM removed, CRLF turned into LF."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise DataError(path, "file not found") from None
-    except IsADirectoryError:
-        raise DataError(path, "is a directory, not a CSV file") from None
-    except OSError as exc:
-        raise DataError(path, f"cannot read: {exc.strerror}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise DataError(path, "not valid UTF-8", raw[: exc.start].count(b"\n") + 1) from None
-    if text.startswith(BOM):
-        text = text[len(BOM):]
+    """The file as text (files.read_input_text); an empty file has no header row."""
+    text = read_input_text(path, "a CSV file")
     if not text:
         raise DataError(path, "empty file (no header row)", 1, "header")
-    return text.replace("\r\n", "\n") if "\r" in text else text
+    return text
 
 
 def _split_fields(path: Path, line: str, number: int, header: list[str] | None) -> list[str]:

@@ -1,6 +1,12 @@
-"""Atomic file writes: every file the lab writes (run folders, reports, generated docs) goes
+"""Files in and out.
+
+Out: atomic writes. Every file the lab writes (run folders, reports, generated docs) goes
 through a temporary file in the same folder, is flushed to disk, and is renamed into place, so
-a reader never sees half a file and a failed write leaves the old file intact."""
+a reader never sees half a file and a failed write leaves the old file intact.
+
+In: `read_input_text`, the one reader of the line-oriented files a benchmark program wrote
+(CSV, metrics JSON lines): any read or decoding problem is a one-line `DataError`.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +16,29 @@ import os
 import tempfile
 from pathlib import Path
 from typing import IO, Any, Iterator
+
+from .errors import DataError
+
+BOM = "\ufeff"
+
+
+def read_input_text(path: Path, kind: str) -> str:
+    """The file as text: UTF-8 decoded, a leading BOM removed, CRLF turned into LF (possibly
+    empty). `kind` names what the file should be ("a CSV file") in the error for a folder."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise DataError(path, "file not found") from None
+    except IsADirectoryError:
+        raise DataError(path, f"is a directory, not {kind}") from None
+    except OSError as exc:
+        raise DataError(path, f"cannot read: {exc.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(path, "not valid UTF-8", raw[: exc.start].count(b"\n") + 1) from None
+    text = text.removeprefix(BOM)
+    return text.replace("\r\n", "\n") if "\r" in text else text
 
 
 def file_mode() -> int:

@@ -44,6 +44,7 @@ import pandas as pd
 
 from . import schema
 from .errors import DataError
+from .files import read_input_text
 
 SUFFIX = ".metrics.jsonl"
 #: The identifying columns of the loaded frame, in order; the counters follow.
@@ -53,7 +54,6 @@ METRICS_KEY_COLUMNS: tuple[str, ...] = ("runtime", "invocation", "suite", "tier"
 ENTRY_KEY: tuple[str, ...] = ("runtime", "invocation", "benchmark", "param", "workers")
 _INT_MIN: dict[str, int] = {"invocation": 0, "tier": 0, "workers": 1, "iterations": 1, "ops": 1}
 _COUNT_MAX = 2**63 - 1
-BOM = "\ufeff"
 
 
 def metrics_path(folder: Path, variant: str) -> Path:
@@ -78,20 +78,9 @@ def empty_frame(counters: tuple[str, ...] = ()) -> pd.DataFrame:
 # -- one file ---------------------------------------------------------------------------------
 
 def _lines(path: Path) -> list[str]:
-    """The file's lines without their line ends (UTF-8, BOM and CRLF accepted)."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise DataError(path, "file not found") from None
-    except IsADirectoryError:
-        raise DataError(path, "is a directory, not a metrics file") from None
-    except OSError as exc:
-        raise DataError(path, f"cannot read: {exc.strerror}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise DataError(path, "not valid UTF-8", raw[: exc.start].count(b"\n") + 1) from None
-    text = text.removeprefix(BOM).replace("\r\n", "\n")
+    """The file's lines without their line ends (files.read_input_text: UTF-8, BOM and CRLF
+    accepted)."""
+    text = read_input_text(path, "a metrics file")
     if not text:
         return []
     lines = text.split("\n")
