@@ -1,12 +1,12 @@
 //! A mutex for the runtime's short critical sections (queue links, waiter lists, timer wheel):
-//! futex-based like `std.Thread.Mutex`, but it spins briefly before sleeping.
+//! futex-based (`os.futexWait`/`os.futexWake`), and it spins briefly before sleeping.
 //!
-//! Why not `std.Thread.Mutex`: in Zig 0.15 its slow path goes straight to `futex_wait`. The
-//! critical sections here last tens of nanoseconds, so a contended `lock` that sleeps pays a
-//! context switch plus, on unlock, a futex wake — on a virtual machine a wake-up of a halted
-//! vCPU costs tens of microseconds — to wait for something that would have been free a few
-//! hundred cycles later. Rust's std mutex (what Tokio's queues use) spins first; this is the
-//! same algorithm.
+//! Why spin: Zig's std mutex went straight to `futex_wait` on contention (and the one std has
+//! now, `std.Io.Mutex`, needs an `Io`, which the runtime is below). The critical sections here
+//! last tens of nanoseconds, so a contended `lock` that sleeps pays a context switch plus, on
+//! unlock, a futex wake — on a virtual machine a wake-up of a halted vCPU costs tens of
+//! microseconds — to wait for something that would have been free a few hundred cycles later.
+//! Rust's std mutex (what Tokio's queues use) spins first; this is the same algorithm.
 //!
 //! One 32-bit word:
 //!
@@ -28,7 +28,7 @@
 
 const std = @import("std");
 const assert = std.debug.assert;
-const Futex = std.Thread.Futex;
+const os = @import("os.zig");
 
 const Lock = @This();
 
@@ -60,7 +60,7 @@ fn lockContended(self: *Lock) void {
         // Mark the lock contended (skip the write if it already is: kinder to the cache line);
         // if it was free, we now hold it — as `contended`, so our unlock wakes a sleeper.
         if (state != contended and self.state.swap(contended, .acquire) == unlocked) return;
-        Futex.wait(&self.state, contended);
+        _ = os.futexWait(&self.state, contended, null);
         state = self.spin();
     }
 }
@@ -79,7 +79,7 @@ fn spin(self: *Lock) u32 {
 pub fn unlock(self: *Lock) void {
     const previous = self.state.swap(unlocked, .release);
     assert(previous != unlocked);
-    if (previous == contended) Futex.wake(&self.state, 1);
+    if (previous == contended) os.futexWake(&self.state, 1);
 }
 
 test "exclusion under contention from many threads" {

@@ -38,7 +38,7 @@
 
 const std = @import("std");
 const hook = @import("hook.zig");
-const Futex = std.Thread.Futex;
+const os = @import("os.zig");
 const clock = @import("time/clock.zig");
 const IoDriver = @import("io/Driver.zig");
 
@@ -63,7 +63,7 @@ pub fn park(self: *Parker) void {
         return;
     }
     while (true) {
-        Futex.wait(&self.state, parked);
+        _ = os.futexWait(&self.state, parked, null);
         if (self.consumeNotification()) return;
         // Spurious wake-up: still `parked`, sleep again.
     }
@@ -151,14 +151,17 @@ pub fn parkTimeout(self: *Parker, timeout_ns: u64) bool {
         _ = self.state.swap(empty, .acquire);
         return true;
     }
-    var deadline = Futex.Deadline.init(timeout_ns);
+    // The futex wait returns early (a signal, a spurious wake-up): each round waits only for
+    // what is left until the deadline.
+    const deadline_ns = clock.nowNs() +| timeout_ns;
     while (true) {
-        deadline.wait(&self.state, parked) catch {
+        const remaining_ns = deadline_ns -| clock.nowNs();
+        if (remaining_ns == 0 or os.futexWait(&self.state, parked, remaining_ns) == .timed_out) {
             // Timed out: withdraw the `parked` announcement unless an unpark raced with us.
             if (self.state.cmpxchgStrong(parked, empty, .monotonic, .monotonic) == null) return false;
             _ = self.state.swap(empty, .acquire);
             return true;
-        };
+        }
         if (self.consumeNotification()) return true;
     }
 }
@@ -167,7 +170,7 @@ pub fn parkTimeout(self: *Parker, timeout_ns: u64) bool {
 pub fn unpark(self: *Parker) void {
     // Release: publishes the unparker's writes to the parked thread (acquire in park).
     switch (self.state.swap(notified, .release)) {
-        parked => Futex.wake(&self.state, 1),
+        parked => os.futexWake(&self.state, 1),
         parked_io => self.io.?.wakeup(),
         else => {},
     }
@@ -191,7 +194,7 @@ test "spinning park returns on an unpark and sleeps after the budget" {
     try std.testing.expect(!p.parkTimeoutSpin(2 * std.time.ns_per_ms, 1 * std.time.ns_per_ms));
     const Unparker = struct {
         fn run(parker: *Parker) void {
-            std.Thread.sleep(3 * std.time.ns_per_ms);
+            os.sleepNs(3 * std.time.ns_per_ms);
             parker.unpark();
         }
     };
@@ -213,7 +216,7 @@ test "unpark from another thread wakes a parked thread" {
     var flag = std.atomic.Value(u32).init(0);
     const Unparker = struct {
         fn run(parker: *Parker, f: *std.atomic.Value(u32)) void {
-            std.Thread.sleep(2 * std.time.ns_per_ms);
+            os.sleepNs(2 * std.time.ns_per_ms);
             f.store(1, .monotonic);
             parker.unpark();
         }

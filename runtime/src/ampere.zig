@@ -19,6 +19,10 @@ pub const Parker = @import("Parker.zig");
 pub const SharedParker = @import("SharedParker.zig");
 /// The short-critical-section mutex used inside the runtime (spins, then sleeps).
 pub const Lock = @import("Lock.zig");
+/// The condition variable for `Lock` (the blocking pool's idle threads wait on one).
+pub const Condition = @import("Condition.zig");
+/// The runtime's OS layer: futex, epoll, eventfd, clocks and sleep over `std.os.linux`.
+pub const os = @import("os.zig");
 pub const CountingAllocator = @import("CountingAllocator.zig");
 pub const testing = @import("testing.zig");
 

@@ -19,6 +19,7 @@ const budget = @import("budget.zig");
 const SharedParker = @import("SharedParker.zig");
 const SpinPolicy = @import("scheduler/SpinPolicy.zig");
 const Metrics = @import("scheduler/Metrics.zig");
+const os = @import("os.zig");
 
 /// Polls `f` (a pointer to a future) until it is ready and returns its output. Parks on a
 /// parker of the process-wide pool.
@@ -83,7 +84,7 @@ test "blockOnThread parks until another thread wakes the future" {
     const Setter = struct {
         fn run(f: *Flag) void {
             while (!f.registered_flag.load(.acquire)) std.Thread.yield() catch {};
-            std.Thread.sleep(1 * std.time.ns_per_ms);
+            os.sleepNs(1 * std.time.ns_per_ms);
             f.set.store(7, .release);
             f.registered.wake();
         }

@@ -272,7 +272,7 @@ test "metrics: a worker that finds the only task in flight wakes no other worker
 /// `lifo_polls_max` hops the woken player goes to the back of the worker's otherwise empty
 /// queue.
 const Rally = struct {
-    lock: std.Thread.Mutex = .{},
+    lock: ampere.Lock = .{},
     /// Whose turn it is; guarded by `lock`, like the fields below.
     turn: u1 = 0,
     hits: u64 = 0,

@@ -7,7 +7,7 @@ const errors = @import("net/errors.zig");
 
 pub const TcpListener = @import("net/TcpListener.zig");
 pub const TcpStream = @import("net/TcpStream.zig");
-pub const Address = std.net.Address;
+pub const Address = @import("net/sys.zig").Address;
 pub const ShutdownHow = @import("net/sys.zig").ShutdownHow;
 
 pub const SocketError = errors.SocketError;

@@ -22,6 +22,7 @@ const ampere_testing = @import("testing.zig");
 const ampere = @import("ampere.zig");
 const hook = @import("hook.zig");
 const Worker = @import("scheduler/Worker.zig");
+const os = @import("os.zig");
 
 test {
     _ = @import("context.zig");
@@ -309,7 +310,7 @@ test "sleep from the blockOn thread, timeout and select with timers" {
 }
 
 fn blockingWork(value: u64, delay_ns: u64) u64 {
-    std.Thread.sleep(delay_ns);
+    os.sleepNs(delay_ns);
     return value + 1;
 }
 
@@ -324,7 +325,7 @@ test "blocking pool under load: every function runs once, threads are bounded an
     for (handles, 0..) |*h, i| try testing.expectEqual(@as(u64, i + 1), try rt.blockOn(Await(u64){ .handle = h.* }));
     // Idle threads exit after the keep-alive.
     var waited_ms: u32 = 0;
-    while (rt.blocking.liveThreads() > 0 and waited_ms < 5_000) : (waited_ms += 5) std.Thread.sleep(5 * std.time.ns_per_ms);
+    while (rt.blocking.liveThreads() > 0 and waited_ms < 5_000) : (waited_ms += 5) os.sleepNs(5 * std.time.ns_per_ms);
     try testing.expectEqual(@as(u32, 0), rt.blocking.liveThreads());
     // And start again on demand.
     try testing.expectEqual(@as(u64, 8), try rt.blockOn(Await(u64){ .handle = try rt.spawnBlocking(blockingWork, .{ 7, 0 }) }));
@@ -410,9 +411,9 @@ test "many tasks yielding all finish" {
 test "a parked runtime uses (almost) no CPU" {
     const rt = try newRuntime(4);
     defer rt.deinit();
-    std.Thread.sleep(20 * std.time.ns_per_ms); // Let the workers park.
+    os.sleepNs(20 * std.time.ns_per_ms); // Let the workers park.
     const before = std.posix.getrusage(std.posix.rusage.SELF);
-    std.Thread.sleep(200 * std.time.ns_per_ms);
+    os.sleepNs(200 * std.time.ns_per_ms);
     const after = std.posix.getrusage(std.posix.rusage.SELF);
     const cpu_us = timevalUs(after.utime) + timevalUs(after.stime) - timevalUs(before.utime) - timevalUs(before.stime);
     // Four spinning workers would burn ~800 ms of CPU here; parked ones burn next to none.
@@ -551,7 +552,7 @@ test "tasks returning error unions and over-aligned futures" {
 }
 
 fn sleepMs(ms: u64) u64 {
-    std.Thread.sleep(ms * std.time.ns_per_ms);
+    os.sleepNs(ms * std.time.ns_per_ms);
     return ms;
 }
 
@@ -566,7 +567,7 @@ test "deinit cancels blocking functions that have not started and waits for the 
     const rt = try Runtime.init(testing.allocator, .{ .workers = 1, .max_blocking_threads = 1 });
     var running = try rt.spawnBlocking(sleepMs, .{50});
     while (rt.blocking.liveThreads() == 0) std.Thread.yield() catch {};
-    std.Thread.sleep(5 * std.time.ns_per_ms); // The single thread is inside the first function.
+    os.sleepNs(5 * std.time.ns_per_ms); // The single thread is inside the first function.
     var queued: [5]JoinHandle(u64) = undefined;
     for (&queued, 0..) |*h, i| h.* = try rt.spawnBlocking(countRun, .{i});
     rt.deinit();
@@ -585,7 +586,7 @@ const OwnerRace = struct {
 
     fn waitForOwner1(w: *Worker) void {
         var i: u32 = 0;
-        while (w.shared.driver.owner.load(.seq_cst) != 1 and i < 5_000) : (i += 1) std.Thread.sleep(100 * std.time.ns_per_us);
+        while (w.shared.driver.owner.load(.seq_cst) != 1 and i < 5_000) : (i += 1) os.sleepNs(100 * std.time.ns_per_us);
     }
 
     fn hook(w: *Worker) void {
@@ -620,14 +621,14 @@ test "timer owner race: an earlier timer registered while the owner re-arms fire
     defer OwnerRace.phase.store(0, .seq_cst);
     const d = &rt.scheduler.shared.driver;
     const noop = Waker.noop();
-    std.Thread.sleep(20 * std.time.ns_per_ms); // Both workers asleep, no timers.
+    os.sleepNs(20 * std.time.ns_per_ms); // Both workers asleep, no timers.
 
     OwnerRace.phase.store(1, .seq_cst);
     var far: time.Driver.TimerEntry = .{};
     _ = d.register(&far, d.deadlineMsFor(time.nowNs() + 3 * std.time.ns_per_s), &noop);
     defer d.cancel(&far);
     var waited: u32 = 0;
-    while (d.owner.load(.seq_cst) != 1 and waited < 1_000) : (waited += 1) std.Thread.sleep(std.time.ns_per_ms);
+    while (d.owner.load(.seq_cst) != 1 and waited < 1_000) : (waited += 1) os.sleepNs(std.time.ns_per_ms);
     try testing.expectEqual(@as(u32, 1), d.owner.load(.seq_cst));
 
     OwnerRace.phase.store(2, .seq_cst);
@@ -725,7 +726,7 @@ const LateWake = struct {
         notify.notifyOne();
         var waited_ms: u32 = 0;
         while (!thread_gone.load(.acquire) and waited_ms < 10_000) : (waited_ms += 1) {
-            std.Thread.sleep(std.time.ns_per_ms);
+            os.sleepNs(std.time.ns_per_ms);
         }
     }
 
@@ -749,7 +750,7 @@ test "a blockOn waker woken after blockOn returned and its thread exited is safe
     LateWake.thread_gone.store(true, .release);
     // The late wake lands on the parker (back in the pool) and drops the last clone.
     var waited_ms: u32 = 0;
-    while (!rt.parkers.isQuiescent() and waited_ms < 5_000) : (waited_ms += 1) std.Thread.sleep(std.time.ns_per_ms);
+    while (!rt.parkers.isQuiescent() and waited_ms < 5_000) : (waited_ms += 1) os.sleepNs(std.time.ns_per_ms);
     try testing.expect(rt.parkers.isQuiescent());
 }
 
@@ -821,7 +822,7 @@ test "timers: more than a batch due in one wheel slot all fire, and an unrelated
         handle.* = try rt.spawn(GatedSleeper{ .storm = &storm, .offset_ns = (i % groups) * std.time.ns_per_ms });
     }
     var waited_ms: u32 = 0;
-    while (storm.arrived.load(.acquire) < count and waited_ms < 30_000) : (waited_ms += 1) std.Thread.sleep(std.time.ns_per_ms);
+    while (storm.arrived.load(.acquire) < count and waited_ms < 30_000) : (waited_ms += 1) os.sleepNs(std.time.ns_per_ms);
     try testing.expectEqual(@as(u64, count), storm.arrived.load(.acquire));
     // Far enough ahead that the timers are registered before the first falls due: they sit in
     // level-1 slots of the wheel, 100 per millisecond, at most two slots for all of them.
@@ -837,7 +838,7 @@ test "timers: more than a batch due in one wheel slot all fire, and an unrelated
     // Generous: a loaded 2-core machine under TSan is slow, but the stall was 4 s and more.
     const late_bound_ns = 2 * std.time.ns_per_s;
     const give_up_ns = base_ns + 500 * std.time.ns_per_ms + late_bound_ns;
-    while (storm.fired.load(.acquire) < count + 1 and time.nowNs() < give_up_ns) std.Thread.sleep(5 * std.time.ns_per_ms);
+    while (storm.fired.load(.acquire) < count + 1 and time.nowNs() < give_up_ns) os.sleepNs(5 * std.time.ns_per_ms);
     const fired_total = storm.fired.load(.acquire);
     if (fired_total < count + 1) {
         for (handles) |*h| h.detach(); // Cancelled by deinit.

@@ -14,6 +14,7 @@ const Runtime = @import("Runtime.zig");
 const JoinHandle = @import("task/join_handle.zig").JoinHandle;
 const time = @import("time.zig");
 const block_on = @import("block_on.zig");
+const os = @import("os.zig");
 
 /// Panics if `stop` is not called within `limit_ms` (a hang is a failure, not a stuck run).
 const Watchdog = struct {
@@ -31,7 +32,7 @@ const Watchdog = struct {
         var waited_ms: u32 = 0;
         while (!self.done.load(.acquire)) : (waited_ms += 1) {
             if (waited_ms >= limit_ms) std.debug.panic("hang: {s} did not return within {d} ms", .{ self.what, limit_ms });
-            std.Thread.sleep(std.time.ns_per_ms);
+            os.sleepNs(std.time.ns_per_ms);
         }
     }
 
@@ -47,7 +48,7 @@ var started = std.atomic.Value(u32).init(0);
 fn waitUntilStarted(count: u32) void {
     while (started.load(.acquire) < count) std.Thread.yield() catch {};
     // Let the function reach its wait (a registration after shutdown is covered too).
-    std.Thread.sleep(2 * std.time.ns_per_ms);
+    os.sleepNs(2 * std.time.ns_per_ms);
 }
 
 const hour_ns: u64 = 3600 * std.time.ns_per_s;

@@ -3,15 +3,17 @@
 //! `AMPERE_TEST_INTENSITY` sizes the stress tests: `smoke` (CI, ThreadSanitizer) runs a small
 //! fraction of the work, `full` (the default locally) the sizes the issues ask for. Every
 //! randomised test takes its seed from `seed()`, which honours `AMPERE_TEST_SEED` and prints
-//! the seed it used when the test fails, so a failure can be replayed exactly.
+//! the seed it used when the test fails, so a failure can be replayed exactly. Test builds only:
+//! the environment comes from the test runner (`std.testing.environ`).
 
 const std = @import("std");
 const builtin = @import("builtin");
+const os = @import("os.zig");
 
 pub const Intensity = enum { smoke, full };
 
 pub fn intensity() Intensity {
-    const value = std.posix.getenv("AMPERE_TEST_INTENSITY") orelse return .full;
+    const value = std.testing.environ.getPosix("AMPERE_TEST_INTENSITY") orelse return .full;
     if (std.mem.eql(u8, value, "smoke")) return .smoke;
     if (std.mem.eql(u8, value, "full")) return .full;
     std.debug.panic("AMPERE_TEST_INTENSITY must be 'smoke' or 'full', not '{s}'", .{value});
@@ -28,11 +30,11 @@ pub fn scaled(full: usize, divisor: usize) usize {
 
 /// The seed for randomised tests: `AMPERE_TEST_SEED` if set, otherwise from the clock.
 pub fn seed() u64 {
-    if (std.posix.getenv("AMPERE_TEST_SEED")) |text| {
+    if (std.testing.environ.getPosix("AMPERE_TEST_SEED")) |text| {
         return std.fmt.parseInt(u64, text, 0) catch
             std.debug.panic("AMPERE_TEST_SEED is not an integer: '{s}'", .{text});
     }
-    return @truncate(@as(u128, @bitCast(std.time.nanoTimestamp())));
+    return os.clockNs(.REALTIME);
 }
 
 /// Prints the seed so a failing run can be replayed; call with `errdefer`.

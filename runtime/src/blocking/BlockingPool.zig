@@ -23,6 +23,8 @@ const Header = @import("../task/Header.zig");
 const context = @import("../context.zig");
 const budget = @import("../budget.zig");
 const Shared = @import("../scheduler/Shared.zig");
+const Lock = @import("../Lock.zig");
+const Condition = @import("../Condition.zig");
 
 const BlockingPool = @This();
 
@@ -31,8 +33,8 @@ const Slot = struct {
     state: enum { free, running, exited } = .free,
 };
 
-mutex: std.Thread.Mutex = .{},
-condition: std.Thread.Condition = .{},
+mutex: Lock = .{},
+condition: Condition = .{},
 head: ?*Header = null,
 tail: ?*Header = null,
 queue_len: usize = 0,

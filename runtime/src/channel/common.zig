@@ -11,6 +11,7 @@ const assert = std.debug.assert;
 const future = @import("../future.zig");
 const budget = @import("../budget.zig");
 const Waker = @import("../Waker.zig");
+const os = @import("../os.zig");
 
 /// `V` alone on its own cache line(s): fields that producers and consumers write on
 /// different threads are wrapped in this so they never share a line.
@@ -68,7 +69,7 @@ pub const Backoff = struct {
         }
         const doublings: u6 = @intCast(@min(self.step - yield_limit - 1, 10));
         const sleep_ns = @min(sleep_first_ns << doublings, sleep_max_ns);
-        std.Thread.sleep(sleep_ns);
+        os.sleepNs(sleep_ns);
         if (self.step < std.math.maxInt(u32)) self.step += 1;
         return sleep_ns;
     }

@@ -48,6 +48,7 @@ const linux = std.os.linux;
 const Allocator = std.mem.Allocator;
 
 const Lock = @import("../Lock.zig");
+const os = @import("../os.zig");
 const intrusive_list = @import("../wait/intrusive_list.zig");
 const Ready = @import("ready.zig").Ready;
 const ScheduledIo = @import("ScheduledIo.zig");
@@ -60,7 +61,7 @@ pub const events_max: u32 = 1024;
 /// Deregistrations after which a blocked turn is woken to free them (Tokio: 16).
 pub const release_batch: u32 = 16;
 
-pub const InitError = posix.EpollCreateError || posix.EventFdError || posix.EpollCtlError;
+pub const InitError = os.EpollCreateError || os.EventFdError || os.EpollCtlError;
 pub const RegisterError = Allocator.Error || error{ RuntimeShutdown, SystemResources, Unexpected };
 
 /// The epoll data of the eventfd (no `ScheduledIo` lives at address 0).
@@ -84,12 +85,12 @@ events: [events_max]linux.epoll_event = undefined,
 
 /// Initialises in place (the events buffer is large).
 pub fn init(self: *Driver, allocator: Allocator) InitError!void {
-    const epoll_fd = try posix.epoll_create1(linux.EPOLL.CLOEXEC);
-    errdefer posix.close(epoll_fd);
-    const wakeup_fd = try posix.eventfd(0, linux.EFD.CLOEXEC | linux.EFD.NONBLOCK);
-    errdefer posix.close(wakeup_fd);
+    const epoll_fd = try os.epollCreate1(linux.EPOLL.CLOEXEC);
+    errdefer os.close(epoll_fd);
+    const wakeup_fd = try os.eventfd(0, linux.EFD.CLOEXEC | linux.EFD.NONBLOCK);
+    errdefer os.close(wakeup_fd);
     var event = linux.epoll_event{ .events = linux.EPOLL.IN | linux.EPOLL.ET, .data = .{ .u64 = wakeup_token } };
-    try posix.epoll_ctl(epoll_fd, linux.EPOLL.CTL_ADD, wakeup_fd, &event);
+    try os.epollCtl(epoll_fd, linux.EPOLL.CTL_ADD, wakeup_fd, &event);
     self.* = .{ .allocator = allocator, .epoll_fd = epoll_fd, .wakeup_fd = wakeup_fd };
 }
 
@@ -104,8 +105,8 @@ pub fn deinit(self: *Driver) void {
     }
     self.registered_count.store(0, .monotonic);
     self.lock.unlock();
-    posix.close(self.wakeup_fd);
-    posix.close(self.epoll_fd);
+    os.close(self.wakeup_fd);
+    os.close(self.epoll_fd);
     self.* = undefined;
 }
 
@@ -131,12 +132,12 @@ pub fn register(self: *Driver, fd: posix.fd_t, assumed: Ready) RegisterError!*Sc
     }
     const E = linux.EPOLL;
     var event = linux.epoll_event{ .events = E.IN | E.OUT | E.RDHUP | E.ET, .data = .{ .u64 = @intFromPtr(io) } };
-    posix.epoll_ctl(self.epoll_fd, E.CTL_ADD, fd, &event) catch |err| {
+    os.epollCtl(self.epoll_fd, E.CTL_ADD, fd, &event) catch |err| {
         self.unlink(io);
         self.allocator.destroy(io);
         return switch (err) {
             error.SystemResources, error.UserResourceLimitReached => error.SystemResources,
-            error.FileDescriptorAlreadyPresentInSet, error.OperationCausesCircularLoop, error.FileDescriptorNotRegistered, error.FileDescriptorIncompatibleWithEpoll, error.Unexpected => error.Unexpected,
+            error.FileDescriptorAlreadyPresentInSet, error.OperationCausesCircularLoop, error.FileDescriptorNotRegistered, error.FileDescriptorIncompatibleWithEpoll => error.Unexpected,
         };
     };
     return io;
@@ -157,7 +158,7 @@ fn unlink(self: *Driver, io: *ScheduledIo) void {
 /// later turn (or by `deinit`). No operation may be waiting on it.
 pub fn deregister(self: *Driver, io: *ScheduledIo) void {
     assert(!io.hasWaiters()); // Close with an operation pending is a use-after-free waiting to happen.
-    posix.epoll_ctl(self.epoll_fd, linux.EPOLL.CTL_DEL, io.fd, null) catch |err| {
+    os.epollCtl(self.epoll_fd, linux.EPOLL.CTL_DEL, io.fd, null) catch |err| {
         std.debug.panic("EPOLL_CTL_DEL of fd {d} failed: {s}", .{ io.fd, @errorName(err) });
     };
     const pending = blk: {
@@ -205,7 +206,9 @@ pub fn turn(self: *Driver, timeout_ns: ?u64) usize {
         @intCast(@min(std.math.divCeil(u64, ns, std.time.ns_per_ms) catch unreachable, std.math.maxInt(i32)))
     else
         -1;
-    const count = posix.epoll_wait(self.epoll_fd, &self.events, timeout_ms);
+    // A signal ends the wait early with no events (`os.epollWait`): like a spurious wake-up,
+    // the caller recomputes its timeout and turns again.
+    const count = os.epollWait(self.epoll_fd, &self.events, timeout_ms);
     assert(count <= events_max);
     var dispatched: usize = 0;
     for (self.events[0..count]) |event| {
@@ -223,7 +226,7 @@ pub fn wakeup(self: *Driver) void {
     var attempts: u32 = 0;
     while (attempts < 2) : (attempts += 1) {
         const rc = linux.write(self.wakeup_fd, std.mem.asBytes(&one), @sizeOf(u64));
-        switch (posix.errno(rc)) {
+        switch (linux.errno(rc)) {
             .SUCCESS => return,
             .INTR => continue,
             .AGAIN => {
@@ -276,14 +279,14 @@ const future = @import("../future.zig");
 fn socketPair() ![2]posix.fd_t {
     var fds: [2]posix.fd_t = undefined;
     const rc = linux.socketpair(linux.AF.UNIX, linux.SOCK.STREAM | linux.SOCK.NONBLOCK | linux.SOCK.CLOEXEC, 0, &fds);
-    if (posix.errno(rc) != .SUCCESS) return error.SocketPairFailed;
+    if (linux.errno(rc) != .SUCCESS) return error.SocketPairFailed;
     return fds;
 }
 
 fn closeRegistered(driver: *Driver, io: *ScheduledIo) void {
     const fd = io.fd;
     driver.deregister(io);
-    posix.close(fd);
+    os.close(fd);
 }
 
 test "a write to the peer makes the registered end readable and wakes its waiter" {
@@ -291,7 +294,7 @@ test "a write to the peer makes the registered end readable and wakes its waiter
     try driver.init(testing.allocator);
     defer driver.deinit();
     const fds = try socketPair();
-    defer posix.close(fds[1]);
+    defer os.close(fds[1]);
     const io = try driver.register(fds[0], Ready.empty);
     defer closeRegistered(&driver, io);
     try testing.expect(driver.hasRegistrations());
@@ -308,12 +311,12 @@ test "a write to the peer makes the registered end readable and wakes its waiter
     var waiter = ScheduledIo.Waiter.init(Ready.read_interest);
     try testing.expect(io.pollReady(&waiter, &cx) == null);
     try testing.expectEqual(@as(usize, 0), driver.turn(0));
-    _ = try posix.write(fds[1], "x");
+    try testing.expectEqual(@as(usize, 1), linux.write(fds[1], "x", 1));
     try testing.expectEqual(@as(usize, 1), driver.turn(0));
     try testing.expectEqual(@as(u32, 1), counter.wakeCount());
     try testing.expect(io.pollReady(&waiter, &cx).?.ready.readable);
     // The peer closes: read-closed, final.
-    _ = try posix.shutdown(fds[1], .send);
+    try testing.expectEqual(linux.E.SUCCESS, linux.errno(linux.shutdown(fds[1], linux.SHUT.WR)));
     try testing.expectEqual(@as(usize, 1), driver.turn(0));
     try testing.expect(io.event(Ready.read_interest).ready.read_closed);
 }
@@ -324,7 +327,7 @@ test "wakeup interrupts a blocked turn from another thread" {
     defer driver.deinit();
     const Waker_ = struct {
         fn run(d: *Driver) void {
-            std.Thread.sleep(5 * std.time.ns_per_ms);
+            os.sleepNs(5 * std.time.ns_per_ms);
             d.wakeup();
         }
     };
@@ -347,7 +350,7 @@ test "deregistered descriptors are freed by the next turn; shutdown ends waits; 
     }
     for (released, peers) |io, peer| {
         closeRegistered(&driver, io);
-        posix.close(peer);
+        os.close(peer);
     }
     try testing.expect(!driver.hasRegistrations());
     try testing.expectEqual(@as(u32, released.len), driver.pending_count.load(.acquire));
@@ -355,7 +358,7 @@ test "deregistered descriptors are freed by the next turn; shutdown ends waits; 
     try testing.expectEqual(@as(u32, 0), driver.pending_count.load(.acquire));
 
     const fds = try socketPair();
-    defer posix.close(fds[1]);
+    defer os.close(fds[1]);
     const kept = try driver.register(fds[0], Ready.empty);
     var counter = Waker.Counting{};
     const w = counter.waker();
@@ -370,6 +373,6 @@ test "deregistered descriptors are freed by the next turn; shutdown ends waits; 
     driver.deinit();
     // The owner closes after the driver is gone.
     try testing.expect(kept.orphaned.load(.acquire));
-    posix.close(kept.fd);
+    os.close(kept.fd);
     kept.allocator.destroy(kept);
 }

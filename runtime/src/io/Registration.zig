@@ -26,6 +26,7 @@ const posix = std.posix;
 const future = @import("../future.zig");
 const budget = @import("../budget.zig");
 const hook = @import("../hook.zig");
+const os = @import("../os.zig");
 const Ready = @import("ready.zig").Ready;
 const ScheduledIo = @import("ScheduledIo.zig");
 const Driver = @import("Driver.zig");
@@ -52,12 +53,12 @@ pub fn close(self: Registration) void {
     // Acquire: pairs with the driver's release when it orphaned `io` at teardown.
     if (io.orphaned.load(.acquire)) {
         assert(!io.hasWaiters());
-        posix.close(descriptor);
+        os.close(descriptor);
         io.allocator.destroy(io);
         return;
     }
     self.driver.deregister(io);
-    posix.close(descriptor);
+    os.close(descriptor);
 }
 
 /// The readiness currently recorded for `interest` (no waiting).

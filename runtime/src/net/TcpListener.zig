@@ -28,14 +28,14 @@ pub const Accept = Registration.Op(AcceptAttempt);
 
 /// Binds to `address` (port 0: any free port; see `localAddress`) on the runtime of the
 /// calling thread (a task, `blockOn` or blocking thread). Panics outside a runtime.
-pub fn bind(address: std.net.Address) errors.BindError!TcpListener {
+pub fn bind(address: sys.Address) errors.BindError!TcpListener {
     const driver = context.io() orelse @panic("ampere.net.TcpListener.bind called outside a runtime");
     return bindIn(driver, address);
 }
 
 /// `bind` on an explicit I/O driver.
-pub fn bindIn(driver: *Driver, address: std.net.Address) errors.BindError!TcpListener {
-    const fd = try sys.tcpSocket(address.any.family);
+pub fn bindIn(driver: *Driver, address: sys.Address) errors.BindError!TcpListener {
+    const fd = try sys.tcpSocket(sys.addressFamily(&address));
     errdefer sys.close(fd);
     try sys.setReuseAddress(fd);
     try sys.bindListen(fd, &address, backlog);
@@ -47,7 +47,7 @@ pub fn accept(self: TcpListener) Accept {
     return Accept.init(self.registration, .{ .driver = self.registration.driver });
 }
 
-pub fn localAddress(self: TcpListener) errors.SocketError!std.net.Address {
+pub fn localAddress(self: TcpListener) errors.SocketError!sys.Address {
     return sys.address(self.registration.fd(), .local);
 }
 

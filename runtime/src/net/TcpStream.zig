@@ -32,7 +32,7 @@ pub const Read = Registration.Op(ReadAttempt);
 pub const Write = Registration.Op(WriteAttempt);
 
 /// Connects to `address` (IPv4 or IPv6) on the runtime of the thread that polls the future.
-pub fn connect(address: std.net.Address) Connect {
+pub fn connect(address: sys.Address) Connect {
     return .{ .address = address };
 }
 
@@ -71,11 +71,11 @@ pub fn nodelay(self: TcpStream) errors.SocketError!bool {
     return sys.nodelay(self.registration.fd());
 }
 
-pub fn localAddress(self: TcpStream) errors.SocketError!std.net.Address {
+pub fn localAddress(self: TcpStream) errors.SocketError!sys.Address {
     return sys.address(self.registration.fd(), .local);
 }
 
-pub fn peerAddress(self: TcpStream) errors.SocketError!std.net.Address {
+pub fn peerAddress(self: TcpStream) errors.SocketError!sys.Address {
     return sys.address(self.registration.fd(), .peer);
 }
 
@@ -145,7 +145,7 @@ const ConnectAttempt = struct {
 pub const Connect = struct {
     pub const Output = errors.ConnectError!TcpStream;
 
-    address: std.net.Address,
+    address: sys.Address,
     registration: ?Registration = null,
     op: Registration.Op(ConnectAttempt) = undefined,
     finished: bool = false,
@@ -179,7 +179,7 @@ pub const Connect = struct {
     /// registration, and an unconnected TCP socket polls as hung up (EPOLLHUP), which would
     /// mark both directions closed for good (mio registers after connect too).
     fn start(self: *Connect, driver: *Driver) Start {
-        const fd = sys.tcpSocket(self.address.any.family) catch |err| return .{ .done = err };
+        const fd = sys.tcpSocket(sys.addressFamily(&self.address)) catch |err| return .{ .done = err };
         const started = sys.connect(fd, &self.address) catch |err| {
             sys.close(fd);
             return .{ .done = err };

@@ -8,6 +8,11 @@ const std = @import("std");
 const posix = std.posix;
 const linux = std.os.linux;
 const errors = @import("errors.zig");
+const os = @import("../os.zig");
+
+/// `ampere.net.Address`: std's IP address value type (plain data; the runtime converts it to
+/// and from the kernel's `sockaddr` itself, below).
+pub const Address = std.Io.net.IpAddress;
 
 pub const WouldBlock = error{WouldBlock};
 
@@ -60,8 +65,9 @@ fn setIntOption(fd: posix.fd_t, level: i32, name: u32, value: c_int) errors.Sock
     };
 }
 
-pub fn bindListen(fd: posix.fd_t, local: *const std.net.Address, backlog: u31) errors.BindError!void {
-    const bound = posix.system.bind(fd, &local.any, local.getOsSockLen());
+pub fn bindListen(fd: posix.fd_t, local: *const Address, backlog: u31) errors.BindError!void {
+    var storage: SockAddr = undefined;
+    const bound = posix.system.bind(fd, &storage.any, storage.set(local));
     switch (posix.errno(bound)) {
         .SUCCESS => {},
         .ADDRINUSE => return error.AddressInUse,
@@ -82,8 +88,9 @@ pub fn bindListen(fd: posix.fd_t, local: *const std.net.Address, backlog: u31) e
 pub const ConnectStart = enum { connected, in_progress };
 
 /// Starts a non-blocking connect.
-pub fn connect(fd: posix.fd_t, remote: *const std.net.Address) errors.ConnectError!ConnectStart {
-    const rc = posix.system.connect(fd, &remote.any, remote.getOsSockLen());
+pub fn connect(fd: posix.fd_t, remote: *const Address) errors.ConnectError!ConnectStart {
+    var storage: SockAddr = undefined;
+    const rc = posix.system.connect(fd, &storage.any, storage.set(remote));
     return switch (posix.errno(rc)) {
         .SUCCESS => .connected,
         .INPROGRESS => .in_progress,
@@ -198,7 +205,7 @@ pub fn shutdown(fd: posix.fd_t, how: ShutdownHow) errors.ShutdownError!void {
 
 pub const AddressKind = enum { local, peer };
 
-pub fn address(fd: posix.fd_t, kind: AddressKind) errors.SocketError!std.net.Address {
+pub fn address(fd: posix.fd_t, kind: AddressKind) errors.SocketError!Address {
     var storage: posix.sockaddr.storage = undefined;
     var len: posix.socklen_t = @sizeOf(posix.sockaddr.storage);
     const addr: *posix.sockaddr = @ptrCast(&storage);
@@ -207,7 +214,7 @@ pub fn address(fd: posix.fd_t, kind: AddressKind) errors.SocketError!std.net.Add
         .peer => posix.system.getpeername(fd, addr, &len),
     };
     return switch (posix.errno(rc)) {
-        .SUCCESS => std.net.Address.initPosix(@alignCast(addr)),
+        .SUCCESS => SockAddr.get(@ptrCast(&storage)) orelse error.Unexpected,
         .NOTCONN => error.NotConnected,
         .NOBUFS, .NOMEM => error.SystemResources,
         else => |err| unexpected(err),
@@ -216,5 +223,72 @@ pub fn address(fd: posix.fd_t, kind: AddressKind) errors.SocketError!std.net.Add
 
 /// Closes a descriptor this module created (EINTR still closes it on Linux).
 pub fn close(fd: posix.fd_t) void {
-    posix.close(fd);
+    os.close(fd);
+}
+
+/// The address family of `a` (`AF.INET` or `AF.INET6`), for `tcpSocket`.
+pub fn addressFamily(a: *const Address) u32 {
+    return switch (a.*) {
+        .ip4 => linux.AF.INET,
+        .ip6 => linux.AF.INET6,
+    };
+}
+
+/// An IPv4 or IPv6 socket address as the kernel reads and writes it (ports and IPv4 addresses
+/// in network byte order; `Address` keeps the port in native order).
+const SockAddr = extern union {
+    any: posix.sockaddr,
+    in: posix.sockaddr.in,
+    in6: posix.sockaddr.in6,
+
+    /// Stores `a`; returns the length to pass with it.
+    fn set(self: *SockAddr, a: *const Address) posix.socklen_t {
+        switch (a.*) {
+            .ip4 => |ip4| {
+                self.in = .{ .port = std.mem.nativeToBig(u16, ip4.port), .addr = @bitCast(ip4.bytes) };
+                return @sizeOf(posix.sockaddr.in);
+            },
+            .ip6 => |ip6| {
+                self.in6 = .{
+                    .port = std.mem.nativeToBig(u16, ip6.port),
+                    .flowinfo = ip6.flow,
+                    .addr = ip6.bytes,
+                    .scope_id = ip6.interface.index,
+                };
+                return @sizeOf(posix.sockaddr.in6);
+            },
+        }
+    }
+
+    /// The address the kernel stored; null for a family other than IPv4/IPv6 (not a TCP socket).
+    fn get(self: *const SockAddr) ?Address {
+        return switch (self.any.family) {
+            linux.AF.INET => .{ .ip4 = .{ .bytes = @bitCast(self.in.addr), .port = std.mem.bigToNative(u16, self.in.port) } },
+            linux.AF.INET6 => .{ .ip6 = .{
+                .bytes = self.in6.addr,
+                .port = std.mem.bigToNative(u16, self.in6.port),
+                .flow = self.in6.flowinfo,
+                .interface = .{ .index = self.in6.scope_id },
+            } },
+            else => null,
+        };
+    }
+};
+
+test "SockAddr round-trips IPv4 and IPv6 addresses in network byte order" {
+    const testing = std.testing;
+    var storage: SockAddr = undefined;
+    const v4: Address = .{ .ip4 = .{ .bytes = .{ 127, 0, 0, 1 }, .port = 0x1234 } };
+    try testing.expectEqual(@as(posix.socklen_t, @sizeOf(posix.sockaddr.in)), storage.set(&v4));
+    try testing.expectEqual(@as(u16, linux.AF.INET), storage.any.family);
+    try testing.expectEqualSlices(u8, &.{ 0x12, 0x34 }, std.mem.asBytes(&storage.in.port));
+    try testing.expectEqualSlices(u8, &.{ 127, 0, 0, 1 }, std.mem.asBytes(&storage.in.addr));
+    try testing.expect(storage.get().?.eql(&v4));
+    const v6: Address = .{ .ip6 = .{ .bytes = .{0} ** 15 ++ .{1}, .port = 443, .interface = .{ .index = 2 } } };
+    try testing.expectEqual(@as(posix.socklen_t, @sizeOf(posix.sockaddr.in6)), storage.set(&v6));
+    try testing.expectEqual(@as(u16, linux.AF.INET6), storage.any.family);
+    try testing.expect(storage.get().?.eql(&v6));
+    try testing.expectEqual(@as(u32, 2), storage.get().?.ip6.interface.index);
+    storage.any.family = linux.AF.UNIX;
+    try testing.expect(storage.get() == null);
 }

@@ -24,6 +24,7 @@ const time = ampere.time;
 const scaled = ampere.testing.scaled;
 const hook = @import("../hook.zig");
 const Parker = @import("../Parker.zig");
+const os = @import("../os.zig");
 
 // -- helpers ------------------------------------------------------------------------------------
 
@@ -36,11 +37,11 @@ fn ioOf(rt: *Runtime) *ampere.io.Driver {
 }
 
 fn loopback4() net.Address {
-    return net.Address.initIp4(.{ 127, 0, 0, 1 }, 0);
+    return .{ .ip4 = .loopback(0) };
 }
 
 fn loopback6() net.Address {
-    return net.Address.initIp6(.{0} ** 15 ++ .{1}, 0, 0, 0);
+    return .{ .ip6 = .loopback(0) };
 }
 
 /// Panics if `stop` is not called within `limit_ms`: a hang is a failure, not a stuck run.
@@ -58,7 +59,7 @@ const Watchdog = struct {
         var waited_ms: u32 = 0;
         while (!self.done.load(.acquire)) : (waited_ms += 1) {
             if (waited_ms >= self.limit_ms) std.debug.panic("hang: {s} did not finish within {d} ms", .{ self.what, self.limit_ms });
-            std.Thread.sleep(std.time.ns_per_ms);
+            os.sleepNs(std.time.ns_per_ms);
         }
     }
 
@@ -70,11 +71,12 @@ const Watchdog = struct {
 
 /// Open file descriptors of this process (entries of /proc/self/fd, minus the one listing it).
 fn openFdCount() !usize {
-    var dir = try std.fs.openDirAbsolute("/proc/self/fd", .{ .iterate = true });
-    defer dir.close();
+    const io = testing.io;
+    var dir = try std.Io.Dir.openDirAbsolute(io, "/proc/self/fd", .{ .iterate = true });
+    defer dir.close(io);
     var count: usize = 0;
     var it = dir.iterate();
-    while (try it.next()) |_| count += 1;
+    while (try it.next(io)) |_| count += 1;
     return count - 1;
 }
 
@@ -116,7 +118,7 @@ fn pollUntilReady(f: anytype, limit_ms: u32) ?@TypeOf(f.*).Output {
     while (waited_ms < limit_ms) : (waited_ms += 1) {
         switch (f.poll(&cx)) {
             .ready => |value| return value,
-            .pending => std.Thread.sleep(std.time.ns_per_ms),
+            .pending => os.sleepNs(std.time.ns_per_ms),
         }
     }
     f.cancel();
@@ -136,7 +138,7 @@ const ServerStats = struct {
         var waited_ms: u32 = 0;
         while (self.finished.load(.acquire) < count) : (waited_ms += 1) {
             if (waited_ms > 20_000) return error.TestTimedOut;
-            std.Thread.sleep(std.time.ns_per_ms);
+            os.sleepNs(std.time.ns_per_ms);
         }
     }
 };
@@ -470,7 +472,7 @@ test "peer reset: a read fails with ConnectionReset, a later write with BrokenPi
     var waited_ms: u32 = 0;
     while (!server.registration.readiness(ampere.io.Ready.read_interest).readable) : (waited_ms += 1) {
         if (waited_ms > 5_000) return error.TestTimedOut;
-        std.Thread.sleep(std.time.ns_per_ms);
+        os.sleepNs(std.time.ns_per_ms);
     }
     server.close();
     var buffer: [16]u8 = undefined;
@@ -580,7 +582,7 @@ test "a pending read cancelled (before and after its wake-up), then the socket r
     var waited_ms: u32 = 0;
     while (counter.wakeCount() == 0) : (waited_ms += 1) {
         if (waited_ms > 5_000) return error.TestTimedOut;
-        std.Thread.sleep(std.time.ns_per_ms);
+        os.sleepNs(std.time.ns_per_ms);
     }
     pending.cancel();
     try testing.expectEqual(@as(i32, 1), counter.outstanding()); // The woken clone was consumed.
@@ -762,9 +764,9 @@ test "runtime shutdown with connections open: waits end, tasks are cancelled, no
     var waited_ms: u32 = 0;
     while (connected.load(.acquire) < connections or stats.accepted.load(.acquire) < connections + 2 or !blocking_started.load(.acquire)) : (waited_ms += 1) {
         if (waited_ms > 20_000) return error.TestTimedOut;
-        std.Thread.sleep(std.time.ns_per_ms);
+        os.sleepNs(std.time.ns_per_ms);
     }
-    std.Thread.sleep(5 * std.time.ns_per_ms); // Let the blocking read register its waiter.
+    os.sleepNs(5 * std.time.ns_per_ms); // Let the blocking read register its waiter.
     rt.deinit();
     // The blocking function's read ended with RuntimeShutdown (its handle outlives deinit).
     var handle = blocked;
@@ -835,14 +837,20 @@ const OneByteEcho = struct {
     }
 };
 
-/// A client outside the runtime: a blocking socket on a plain thread.
+/// A client outside the runtime: a blocking socket on a plain thread (std's, through the test
+/// runner's `Io`).
 fn plainClientEcho(address: net.Address, byte: u8) !u8 {
-    const stream = try std.net.tcpConnectToAddress(address);
-    defer stream.close();
-    try stream.writeAll(&.{byte});
+    const io = testing.io;
+    const stream = try address.connect(io, .{ .mode = .stream });
+    defer stream.close(io);
+    var writer = stream.writer(io, &.{});
+    try writer.interface.writeAll(&.{byte});
     var reply: [1]u8 = undefined;
-    if (try stream.read(&reply) != 1) return error.NoReply;
-    return reply[0];
+    var reader = stream.reader(io, &reply);
+    return reader.interface.takeByte() catch |err| switch (err) {
+        error.EndOfStream => error.NoReply,
+        error.ReadFailed => reader.err.?,
+    };
 }
 
 test "a socket wakes its task with no manual registration, on a runtime that is fully parked" {
@@ -856,7 +864,7 @@ test "a socket wakes its task with no manual registration, on a runtime that is 
         defer listener.close();
         const server = try rt.spawn(OneByteEcho{ .listener = listener });
         // Every worker parks: one in epoll_wait (no timers: no timeout), three on their futex.
-        std.Thread.sleep(20 * std.time.ns_per_ms);
+        os.sleepNs(20 * std.time.ns_per_ms);
         // The connection, its byte and the reply come from a thread the runtime knows nothing of.
         const byte: u8 = @truncate(round *% 37 +% 1);
         try testing.expectEqual(byte, try plainClientEcho(try listener.localAddress(), byte));
@@ -971,7 +979,7 @@ const DataBeforeClear = struct {
     driver: *ampere.io.Driver,
     peer: posix.fd_t,
     fn run(self: *DataBeforeClear) void {
-        _ = posix.write(self.peer, "late") catch unreachable;
+        std.debug.assert(linux.write(self.peer, "late", 4) == 4);
         _ = self.driver.turn(0); // The event is dispatched before the stale clear.
     }
 };
@@ -982,7 +990,7 @@ test "lost wake-up: data reported between a read's WouldBlock and its clear is n
     defer driver.deinit();
     var fds: [2]posix.fd_t = undefined;
     try testing.expectEqual(@as(usize, 0), linux.socketpair(linux.AF.UNIX, linux.SOCK.STREAM | linux.SOCK.NONBLOCK | linux.SOCK.CLOEXEC, 0, &fds));
-    defer posix.close(fds[1]);
+    defer os.close(fds[1]);
     _ = driver.turn(0); // Nothing registered yet.
     // Assumed readable (like an accepted socket), but nothing was sent yet: WouldBlock.
     const stream = TcpStream{ .registration = try ampere.io.Registration.init(&driver, fds[0], .{ .readable = true, .writable = true }) };

@@ -20,8 +20,8 @@ const Scenario = enum {
     rwlock_write_unlock_copy,
 };
 
-pub fn main() u8 {
-    var args = std.process.args();
+pub fn main(init: std.process.Init.Minimal) u8 {
+    var args = init.args.iterate();
     _ = args.skip();
     const name = args.next() orelse return usage();
     const scenario = std.meta.stringToEnum(Scenario, name) orelse return usage();

@@ -6,9 +6,8 @@ const std = @import("std");
 const options = @import("misuse_options");
 const testing = std.testing;
 
-fn runScenario(scenario: []const u8) !std.process.Child.RunResult {
-    return std.process.Child.run(.{
-        .allocator = testing.allocator,
+fn runScenario(scenario: []const u8) !std.process.RunResult {
+    return std.process.run(testing.allocator, testing.io, .{
         .argv = &.{ options.misuse_exe, scenario },
     });
 }
@@ -20,7 +19,7 @@ pub fn expectPanic(scenario: []const u8, message: []const u8) !void {
     defer testing.allocator.free(result.stdout);
     defer testing.allocator.free(result.stderr);
     errdefer std.debug.print("scenario {s}: term {any}, stderr:\n{s}\n", .{ scenario, result.term, result.stderr });
-    try testing.expectEqual(std.process.Child.Term{ .Signal = std.posix.SIG.ABRT }, result.term);
+    try testing.expectEqual(std.process.Child.Term{ .signal = .ABRT }, result.term);
     try testing.expect(std.mem.indexOf(u8, result.stderr, message) != null);
 }
 
@@ -28,7 +27,7 @@ test "misuse program: the correct use of every guard exits 0 without output" {
     const result = try runScenario("ok");
     defer testing.allocator.free(result.stdout);
     defer testing.allocator.free(result.stderr);
-    try testing.expectEqual(std.process.Child.Term{ .Exited = 0 }, result.term);
+    try testing.expectEqual(std.process.Child.Term{ .exited = 0 }, result.term);
     try testing.expectEqualStrings("", result.stderr);
 }
 
@@ -36,5 +35,5 @@ test "misuse program: an unknown scenario is a usage error, not a panic" {
     const result = try runScenario("no_such_scenario");
     defer testing.allocator.free(result.stdout);
     defer testing.allocator.free(result.stderr);
-    try testing.expectEqual(std.process.Child.Term{ .Exited = 2 }, result.term);
+    try testing.expectEqual(std.process.Child.Term{ .exited = 2 }, result.term);
 }

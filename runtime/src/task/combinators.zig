@@ -62,25 +62,15 @@ pub fn join(futures: anytype) Join(@TypeOf(futures)) {
 /// The output of `select`: a union tagged by the index of the future that finished.
 pub fn SelectOutput(comptime Futures: type) type {
     const types = outputTypes(Futures);
-    var enum_fields: [types.len]std.builtin.Type.EnumField = undefined;
-    var union_fields: [types.len]std.builtin.Type.UnionField = undefined;
+    const TagInt = std.math.IntFittingRange(0, types.len);
+    var names: [types.len][]const u8 = undefined;
+    var field_types: [types.len]type = undefined;
     for (types, 0..) |T, index| {
-        const name = std.fmt.comptimePrint("{d}", .{index});
-        enum_fields[index] = .{ .name = name, .value = index };
-        union_fields[index] = .{ .name = name, .type = T, .alignment = @alignOf(T) };
+        names[index] = std.fmt.comptimePrint("{d}", .{index});
+        field_types[index] = T;
     }
-    const Tag = @Type(.{ .@"enum" = .{
-        .tag_type = std.math.IntFittingRange(0, types.len),
-        .fields = &enum_fields,
-        .decls = &.{},
-        .is_exhaustive = true,
-    } });
-    return @Type(.{ .@"union" = .{
-        .layout = .auto,
-        .tag_type = Tag,
-        .fields = &union_fields,
-        .decls = &.{},
-    } });
+    const Tag = @Enum(TagInt, .exhaustive, &names, &std.simd.iota(TagInt, types.len));
+    return @Union(.auto, Tag, &names, &field_types, &@splat(.{}));
 }
 
 /// The first future of a tuple to finish; the others are cancelled. Output: `SelectOutput`,
