@@ -41,20 +41,19 @@ pub const Sample = struct {
     alloc_count: u64,
 };
 
-/// CLOCK_MONOTONIC in nanoseconds: the clock Rust's `Instant` reads (std.time.Timer would
-/// read CLOCK_BOOTTIME on Linux, so it is not used).
+/// CLOCK_MONOTONIC in nanoseconds (through the vDSO): the clock Rust's `Instant` reads, and
+/// the runtime's (`ampere.os.clockNs`, which panics if a clock is unavailable).
 pub fn monotonicNs() u64 {
-    const ts = std.posix.clock_gettime(.MONOTONIC) catch @panic("CLOCK_MONOTONIC is unavailable");
-    return @as(u64, @intCast(ts.sec)) * std.time.ns_per_s + @as(u64, @intCast(ts.nsec));
+    return ampere.os.clockNs(.MONOTONIC);
 }
 
 /// CLOCK_PROCESS_CPUTIME_ID in nanoseconds: CPU time (user + system) of every thread of the
-/// process, living and exited. glibc serves it with a system call (the vDSO has only the
-/// wall clocks); the kernel sums the threads' accounted run time, which for a thread running
-/// on another CPU lags by up to one scheduler tick (README.md, "CPU time").
+/// process, living and exited. It costs a system call (the vDSO has only the wall clocks, so
+/// `clock_gettime` falls back to the kernel); the kernel sums the threads' accounted run time,
+/// which for a thread running on another CPU lags by up to one scheduler tick (README.md,
+/// "CPU time").
 pub fn processCpuNs() u64 {
-    const ts = std.posix.clock_gettime(.PROCESS_CPUTIME_ID) catch @panic("CLOCK_PROCESS_CPUTIME_ID is unavailable");
-    return @as(u64, @intCast(ts.sec)) * std.time.ns_per_s + @as(u64, @intCast(ts.nsec));
+    return ampere.os.clockNs(.PROCESS_CPUTIME_ID);
 }
 
 /// The start of a timed region (the order of the reads is in the module comment).

@@ -224,7 +224,7 @@ fn usageError(comptime format: []const u8, args: anytype) Exit {
 }
 
 /// The whole program minus process concerns; writes the table/JSON/list to `out`.
-fn run(gpa: std.mem.Allocator, counting: *CountingAllocator, args: []const []const u8, out: *std.Io.Writer) Exit {
+fn run(gpa: std.mem.Allocator, io: std.Io, counting: *CountingAllocator, args: []const []const u8, out: *std.Io.Writer) Exit {
     var cli_diag = cli.Diagnostic{};
     const options = cli.parse(args, &cli_diag) catch return usageError("{s}", .{cli_diag.message()});
     if (options.help) {
@@ -257,15 +257,15 @@ fn run(gpa: std.mem.Allocator, counting: *CountingAllocator, args: []const []con
     }
     for ([_]?[]const u8{ options.csv, options.meta, options.metrics }) |maybe_path| {
         const path = maybe_path orelse continue;
-        output.checkNew(path) catch return usageError("{s} exists (results are never overwritten)", .{path});
-        if (!output.parentExists(path)) return usageError("{s}: folder does not exist", .{std.fs.path.dirname(path) orelse "."});
+        output.checkNew(io, path) catch return usageError("{s} exists (results are never overwritten)", .{path});
+        if (!output.parentExists(io, path)) return usageError("{s}: folder does not exist", .{std.fs.path.dirname(path) orelse "."});
     }
     if (options.meta) |path| {
         var arena = std.heap.ArenaAllocator.init(gpa);
         defer arena.deinit();
         var text = std.Io.Writer.Allocating.init(arena.allocator());
-        output.writeMeta(&text.writer, &variant, output.Machine.read(arena.allocator())) catch return Exit.fail(1, "out of memory", .{});
-        output.writeAtomic(path, text.written()) catch |err| return Exit.fail(1, "{s}: {s}", .{ path, @errorName(err) });
+        output.writeMeta(&text.writer, &variant, output.Machine.read(io, arena.allocator())) catch return Exit.fail(1, "out of memory", .{});
+        output.writeAtomic(io, path, text.written()) catch |err| return Exit.fail(1, "{s}: {s}", .{ path, @errorName(err) });
     }
 
     var planned = plan(gpa, selected.items, worker_counts) catch return Exit.fail(1, "out of memory", .{});
@@ -308,14 +308,14 @@ fn run(gpa: std.mem.Allocator, counting: *CountingAllocator, args: []const []con
     runtimes.deinit();
 
     if (options.metrics) |path| {
-        output.writeAtomic(path, metrics_text.written()) catch |err| return Exit.fail(1, "{s}: {s}", .{ path, @errorName(err) });
+        output.writeAtomic(io, path, metrics_text.written()) catch |err| return Exit.fail(1, "{s}: {s}", .{ path, @errorName(err) });
     }
 
     if (options.csv) |path| {
         var text = std.Io.Writer.Allocating.init(gpa);
         defer text.deinit();
         output.writeCsv(&text.writer, variant.name, options.invocation, outcomes.items) catch return Exit.fail(1, "out of memory", .{});
-        output.writeAtomic(path, text.written()) catch |err| return Exit.fail(1, "{s}: {s}", .{ path, @errorName(err) });
+        output.writeAtomic(io, path, text.written()) catch |err| return Exit.fail(1, "{s}: {s}", .{ path, @errorName(err) });
     }
     const written = if (options.json)
         output.writeSummary(out, &variant, options.profile, options.invocation, &c, worker_counts, outcomes.items)
@@ -325,20 +325,25 @@ fn run(gpa: std.mem.Allocator, counting: *CountingAllocator, args: []const []con
     return .{ .code = 0 };
 }
 
-pub fn main() u8 {
+pub fn main(init: std.process.Init.Minimal) u8 {
     var counting = CountingAllocator.init(SystemAllocator.allocator);
     const gpa = counting.allocator();
-    const args = std.process.argsAlloc(gpa) catch {
+    var args_arena = std.heap.ArenaAllocator.init(gpa);
+    defer args_arena.deinit();
+    const args = init.args.toSlice(args_arena.allocator()) catch {
         std.debug.print("error: out of memory\n", .{});
         return 1;
     };
-    defer std.process.argsFree(gpa, args);
+    // Files and stdout go through std's single-threaded `Io` (blocking system calls on the
+    // calling thread); the runtime under test does not use it.
+    var threaded: std.Io.Threaded = .init_single_threaded;
+    const io = threaded.io();
     var stdout_buffer: [16 * 1024]u8 = undefined;
     // Streaming, not positional: stdout may be a file shared with other writers (an orchestrator
     // appending to a log), and positional writes would start at offset 0 and clobber it.
-    var stdout = std.fs.File.stdout().writerStreaming(&stdout_buffer);
+    var stdout = std.Io.File.stdout().writerStreaming(io, &stdout_buffer);
     const view: []const []const u8 = @ptrCast(args[1..]);
-    const exit = run(gpa, &counting, view, &stdout.interface);
+    const exit = run(gpa, io, &counting, view, &stdout.interface);
     stdout.interface.flush() catch {};
     if (exit.code != 0) std.debug.print("error: {s}\n", .{exit.message()});
     return exit.code;
@@ -368,7 +373,7 @@ fn runArgs(counting: *CountingAllocator, comptime line: []const u8, out: *std.Io
         var it = std.mem.tokenizeScalar(u8, line, ' ');
         while (it.next()) |w| list = list ++ .{w};
     }
-    return run(testing.allocator, counting, list, out);
+    return run(testing.allocator, testing.io, counting, list, out);
 }
 
 test "list, json and table" {
@@ -454,7 +459,7 @@ test "a worker sweep runs Tier 3-4 per count; csv and json carry workers and cpu
     var tmp = testing.tmpDir(.{});
     defer tmp.cleanup();
     var dir_buffer: [std.fs.max_path_bytes]u8 = undefined;
-    const dir = try tmp.dir.realpath(".", &dir_buffer);
+    const dir = dir_buffer[0..try tmp.dir.realPath(testing.io, &dir_buffer)];
     var csv_buffer: [std.fs.max_path_bytes]u8 = undefined;
     const csv = try std.fmt.bufPrint(&csv_buffer, "{s}/ampere.nospin.csv", .{dir});
     const args = [_][]const u8{
@@ -464,10 +469,10 @@ test "a worker sweep runs Tier 3-4 per count; csv and json carry workers and cpu
     var counting = CountingAllocator.init(testing.allocator);
     var aw = std.Io.Writer.Allocating.init(testing.allocator);
     defer aw.deinit();
-    const exit = run(testing.allocator, &counting, &args, &aw.writer);
+    const exit = run(testing.allocator, testing.io, &counting, &args, &aw.writer);
     if (exit.code != 0) std.debug.print("{s}\n", .{exit.message()});
     try testing.expectEqual(@as(u8, 0), exit.code);
-    const text = try tmp.dir.readFileAlloc(testing.allocator, "ampere.nospin.csv", 1 << 20);
+    const text = try tmp.dir.readFileAlloc(testing.io, "ampere.nospin.csv", testing.allocator, .limited(1 << 20));
     defer testing.allocator.free(text);
     var lines = std.mem.splitScalar(u8, text, '\n');
     try testing.expectEqualStrings(output.csv_header, lines.next().?);
@@ -506,7 +511,7 @@ test "quick run writes csv and meta, and never overwrites" {
     var tmp = testing.tmpDir(.{});
     defer tmp.cleanup();
     var dir_buffer: [std.fs.max_path_bytes]u8 = undefined;
-    const dir = try tmp.dir.realpath(".", &dir_buffer);
+    const dir = dir_buffer[0..try tmp.dir.realPath(testing.io, &dir_buffer)];
     var csv_buffer: [std.fs.max_path_bytes]u8 = undefined;
     var meta_buffer: [std.fs.max_path_bytes]u8 = undefined;
     const csv = try std.fmt.bufPrint(&csv_buffer, "{s}/ampere.csv", .{dir});
@@ -515,8 +520,8 @@ test "quick run writes csv and meta, and never overwrites" {
     var counting = CountingAllocator.init(testing.allocator);
     var aw = std.Io.Writer.Allocating.init(testing.allocator);
     defer aw.deinit();
-    try testing.expectEqual(@as(u8, 0), run(testing.allocator, &counting, &args, &aw.writer).code);
-    const text = try tmp.dir.readFileAlloc(testing.allocator, "ampere.csv", 1 << 20);
+    try testing.expectEqual(@as(u8, 0), run(testing.allocator, testing.io, &counting, &args, &aw.writer).code);
+    const text = try tmp.dir.readFileAlloc(testing.io, "ampere.csv", testing.allocator, .limited(1 << 20));
     defer testing.allocator.free(text);
     var lines = std.mem.splitScalar(u8, text, '\n');
     try testing.expectEqualStrings(output.csv_header, lines.next().?);
@@ -526,34 +531,34 @@ test "quick run writes csv and meta, and never overwrites" {
     for (0..10) |_| _ = columns.next();
     try testing.expectEqualStrings("0", columns.next().?); // workers: Tier 0 has no runtime
     try testing.expectEqual(@as(usize, 1 + 3 + 3 + 1), std.mem.count(u8, text, "\n") + 1);
-    const meta_text = try tmp.dir.readFileAlloc(testing.allocator, "ampere.meta.json", 1 << 20);
+    const meta_text = try tmp.dir.readFileAlloc(testing.io, "ampere.meta.json", testing.allocator, .limited(1 << 20));
     defer testing.allocator.free(meta_text);
     const parsed = try std.json.parseFromSlice(std.json.Value, testing.allocator, meta_text, .{});
     defer parsed.deinit();
     try testing.expectEqualStrings("ampere", parsed.value.object.get("runtime").?.string);
     try testing.expectEqualStrings("ampere", parsed.value.object.get("variant").?.string);
     try testing.expectEqual(@as(i64, 2), parsed.value.object.get("schema_version").?.integer);
-    try testing.expectEqual(@as(u8, 2), run(testing.allocator, &counting, &args, &aw.writer).code);
+    try testing.expectEqual(@as(u8, 2), run(testing.allocator, testing.io, &counting, &args, &aw.writer).code);
 }
 
 test "--metrics writes one JSON line per runtime benchmark, counting measured iterations" {
     var tmp = testing.tmpDir(.{});
     defer tmp.cleanup();
     var dir_buffer: [std.fs.max_path_bytes]u8 = undefined;
-    const dir = try tmp.dir.realpath(".", &dir_buffer);
+    const dir = dir_buffer[0..try tmp.dir.realPath(testing.io, &dir_buffer)];
     var path_buffer: [std.fs.max_path_bytes]u8 = undefined;
     const path = try std.fmt.bufPrint(&path_buffer, "{s}/ampere.metrics.jsonl", .{dir});
     const args = [_][]const u8{ "--quick", "--suite", "all", "--filter", "task_spawn", "--filter", "floor_fetch", "--filter", "echo_f64", "--set", "echo_batch_sizes=2", "--workers", "1,2", "--variant", "ampere.nospin", "--metrics", path };
     var counting = CountingAllocator.init(testing.allocator);
     var aw = std.Io.Writer.Allocating.init(testing.allocator);
     defer aw.deinit();
-    try testing.expectEqual(@as(u8, 0), run(testing.allocator, &counting, &args, &aw.writer).code);
-    const text = try tmp.dir.readFileAlloc(testing.allocator, "ampere.metrics.jsonl", 1 << 20);
+    try testing.expectEqual(@as(u8, 0), run(testing.allocator, testing.io, &counting, &args, &aw.writer).code);
+    const text = try tmp.dir.readFileAlloc(testing.io, "ampere.metrics.jsonl", testing.allocator, .limited(1 << 20));
     defer testing.allocator.free(text);
     var diag = constants_mod.Diagnostic{};
     const c = try Constants.load(testing.allocator, "quick", &diag);
     // task_spawn, task_spawn_batch and echo_f64 ran on a runtime; floor_fetch_add did not.
-    var lines = std.mem.splitScalar(u8, std.mem.trimRight(u8, text, "\n"), '\n');
+    var lines = std.mem.splitScalar(u8, std.mem.trimEnd(u8, text, "\n"), '\n');
     // The sweep runs Tier 4 at 1 worker, then at 2; echo once.
     const expected = [_]struct { name: []const u8, workers: i64, polls_at_least: i64 }{
         .{ .name = "task_spawn", .workers = 1, .polls_at_least = @intCast(2 * c.task_ops * c.iterations) },

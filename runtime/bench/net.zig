@@ -196,7 +196,7 @@ const EchoServer = struct {
 /// What every benchmark shares: the server, its address, and the streams the case opened.
 const Common = struct {
     server: ?JoinHandle(EchoServer.Output) = null,
-    address: std.net.Address = undefined,
+    address: ampere.net.Address = undefined,
     /// Streams opened in setup (closed in teardown); `connected` of them so far.
     streams: []TcpStream = &.{},
     connected: usize = 0,
@@ -204,7 +204,7 @@ const Common = struct {
 
     /// Binds the listener and spawns the server for `expected` connections.
     fn start(self: *Common, ctx: *Ctx, expected: u64, streams: usize) Error!void {
-        const listener = TcpListener.bind(std.net.Address.initIp4(.{ 127, 0, 0, 1 }, 0)) catch |err|
+        const listener = TcpListener.bind(.{ .ip4 = .loopback(0) }) catch |err|
             return ctx.fail("bind failed: {s}", .{@errorName(err)});
         self.address = listener.localAddress() catch |err| {
             listener.close();

@@ -211,25 +211,30 @@ pub const Machine = struct {
     os: ?[]const u8,
 
     /// Reads the facts; the strings live in `arena`.
-    pub fn read(arena: std.mem.Allocator) Machine {
-        const cpuinfo = readFile(arena, "/proc/cpuinfo") orelse "";
-        const meminfo = readFile(arena, "/proc/meminfo") orelse "";
-        const os_release = readFile(arena, "/etc/os-release") orelse "";
+    pub fn read(io: std.Io, arena: std.mem.Allocator) Machine {
+        const cpuinfo = readFile(io, arena, "/proc/cpuinfo") orelse "";
+        const meminfo = readFile(io, arena, "/proc/meminfo") orelse "";
+        const os_release = readFile(io, arena, "/etc/os-release") orelse "";
         const cores = countFields(cpuinfo, "processor");
         return .{
-            .hostname = trimmed(readFile(arena, "/proc/sys/kernel/hostname")),
+            .hostname = trimmed(readFile(io, arena, "/proc/sys/kernel/hostname")),
             .arch = @tagName(builtin.cpu.arch),
             .cpu_model = fieldValue(cpuinfo, "model name"),
             .logical_cores = if (cores > 0) cores else null,
             .memory_bytes = memTotalBytes(meminfo),
-            .kernel = trimmed(readFile(arena, "/proc/sys/kernel/osrelease")),
+            .kernel = trimmed(readFile(io, arena, "/proc/sys/kernel/osrelease")),
             .os = prettyName(os_release),
         };
     }
 };
 
-fn readFile(arena: std.mem.Allocator, path: []const u8) ?[]const u8 {
-    return std.fs.cwd().readFileAlloc(arena, path, 4 << 20) catch null;
+/// Reads to the end of the file, streaming: /proc files report size 0, and std's
+/// `Dir.readFileAlloc` (a positional reader) then returns nothing.
+fn readFile(io: std.Io, arena: std.mem.Allocator, path: []const u8) ?[]const u8 {
+    const file = std.Io.Dir.cwd().openFile(io, path, .{}) catch return null;
+    defer file.close(io);
+    var reader = file.readerStreaming(io, &.{});
+    return reader.interface.allocRemaining(arena, .limited(4 << 20)) catch null;
 }
 
 fn trimmed(text: ?[]const u8) ?[]const u8 {
@@ -348,8 +353,8 @@ pub fn writeMeta(out: *Writer, variant: *const Variant, machine: Machine) Writer
 pub const FileError = error{ FileExists, WriteFailed };
 
 /// Fails when `path` exists: results are never overwritten.
-pub fn checkNew(path: []const u8) FileError!void {
-    std.fs.cwd().access(path, .{}) catch |err| switch (err) {
+pub fn checkNew(io: std.Io, path: []const u8) FileError!void {
+    std.Io.Dir.cwd().access(io, path, .{}) catch |err| switch (err) {
         error.FileNotFound => return,
         else => return error.FileExists, // unreadable counts as present: never clobber it
     };
@@ -357,17 +362,17 @@ pub fn checkNew(path: []const u8) FileError!void {
 }
 
 /// Whether the folder that would hold `path` exists.
-pub fn parentExists(path: []const u8) bool {
+pub fn parentExists(io: std.Io, path: []const u8) bool {
     const dir = std.fs.path.dirname(path) orelse return true;
-    var handle = std.fs.cwd().openDir(dir, .{}) catch return false;
-    handle.close();
+    var handle = std.Io.Dir.cwd().openDir(io, dir, .{}) catch return false;
+    handle.close(io);
     return true;
 }
 
 /// Writes `text` to `path` atomically: a temporary file in the same folder, then a rename.
 /// Refuses to replace an existing file.
-pub fn writeAtomic(path: []const u8, text: []const u8) FileError!void {
-    try checkNew(path);
+pub fn writeAtomic(io: std.Io, path: []const u8, text: []const u8) FileError!void {
+    try checkNew(io, path);
     var tmp_buffer: [std.fs.max_path_bytes]u8 = undefined;
     const dir = std.fs.path.dirname(path);
     const base = std.fs.path.basename(path);
@@ -376,17 +381,17 @@ pub fn writeAtomic(path: []const u8, text: []const u8) FileError!void {
         std.fmt.bufPrint(&tmp_buffer, "{s}/.{s}.{d}.tmp", .{ d, base, pid }) catch return error.WriteFailed
     else
         std.fmt.bufPrint(&tmp_buffer, ".{s}.{d}.tmp", .{ base, pid }) catch return error.WriteFailed;
-    const cwd = std.fs.cwd();
+    const cwd = std.Io.Dir.cwd();
     {
-        const file = cwd.createFile(tmp, .{ .exclusive = true }) catch return error.WriteFailed;
-        defer file.close();
-        file.writeAll(text) catch {
-            cwd.deleteFile(tmp) catch {};
+        const file = cwd.createFile(io, tmp, .{ .exclusive = true }) catch return error.WriteFailed;
+        defer file.close(io);
+        file.writeStreamingAll(io, text) catch {
+            cwd.deleteFile(io, tmp) catch {};
             return error.WriteFailed;
         };
     }
-    cwd.rename(tmp, path) catch {
-        cwd.deleteFile(tmp) catch {};
+    cwd.rename(tmp, cwd, path, io) catch {
+        cwd.deleteFile(io, tmp) catch {};
         return error.WriteFailed;
     };
 }
@@ -493,7 +498,7 @@ test "meta is valid JSON with schema version, variant and machine facts" {
     defer arena.deinit();
     var aw = Writer.Allocating.init(testing.allocator);
     defer aw.deinit();
-    try writeMeta(&aw.writer, &test_variant, Machine.read(arena.allocator()));
+    try writeMeta(&aw.writer, &test_variant, Machine.read(testing.io, arena.allocator()));
     const parsed = try std.json.parseFromSlice(std.json.Value, testing.allocator, aw.written(), .{});
     defer parsed.deinit();
     const root = parsed.value.object;
@@ -526,21 +531,22 @@ test "floats are written like serde_json" {
 }
 
 test "atomic write renames and never overwrites" {
+    const io = testing.io;
     var tmp = testing.tmpDir(.{ .iterate = true });
     defer tmp.cleanup();
     var dir_buffer: [std.fs.max_path_bytes]u8 = undefined;
-    const dir = try tmp.dir.realpath(".", &dir_buffer);
+    const dir = dir_buffer[0..try tmp.dir.realPath(io, &dir_buffer)];
     var path_buffer: [std.fs.max_path_bytes]u8 = undefined;
     const path = try std.fmt.bufPrint(&path_buffer, "{s}/out.csv", .{dir});
-    try writeAtomic(path, "a,b\n");
-    const text = try tmp.dir.readFileAlloc(testing.allocator, "out.csv", 1024);
+    try writeAtomic(io, path, "a,b\n");
+    const text = try tmp.dir.readFileAlloc(io, "out.csv", testing.allocator, .limited(1024));
     defer testing.allocator.free(text);
     try testing.expectEqualStrings("a,b\n", text);
-    try testing.expectError(error.FileExists, writeAtomic(path, "x\n"));
+    try testing.expectError(error.FileExists, writeAtomic(io, path, "x\n"));
     var count: usize = 0;
     var it = tmp.dir.iterate();
-    while (try it.next()) |_| count += 1;
+    while (try it.next(io)) |_| count += 1;
     try testing.expectEqual(@as(usize, 1), count);
-    try testing.expect(parentExists(path));
-    try testing.expect(!parentExists("/definitely/not/here/x.csv"));
+    try testing.expect(parentExists(io, path));
+    try testing.expect(!parentExists(io, "/definitely/not/here/x.csv"));
 }
