@@ -54,7 +54,7 @@ def build_steps(root: Path, runtimes: tuple[str, ...] = RUNTIMES) -> list[BuildS
     if unknown:
         raise AnalysisError(f"no build recipe for runtime {unknown[0]!r} (known: {', '.join(RUNTIMES)})")
     recipes = {
-        "ampere": BuildStep("ampere", "zig build bench-build", "ampere_bench (Zig 0.15.2, ReleaseFast)",
+        "ampere": BuildStep("ampere", "zig build bench-build", "ampere_bench (Zig 0.16.0, ReleaseFast)",
                             [python_for(root), "-m", "ziglang", "build", "bench-build"]),
         "tokio": BuildStep("tokio", "cargo build --release",
                            "tokio_bench (Rust, release: opt-level=3, lto=fat, codegen-units=1)",

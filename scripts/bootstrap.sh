@@ -32,7 +32,7 @@ if [[ ! -f .venv/.installed || pyproject.toml -nt .venv/.installed ]]; then
     touch .venv/.installed
 fi
 zig_version=$(.venv/bin/python -m ziglang version 2>/dev/null) || fail "zig (python -m ziglang) does not run"
-[[ "$zig_version" == "0.15.2" ]] || fail "zig 0.15.2 required, the venv has $zig_version"
+[[ "$zig_version" == "0.16.0" ]] || fail "zig 0.16.0 required, the venv has $zig_version"
 
 if (( want_browser )) && ! command -v chromium >/dev/null; then
     step "installing chromium (Debian package, for the browser test)"

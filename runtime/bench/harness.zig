@@ -41,19 +41,26 @@ pub const Sample = struct {
     alloc_count: u64,
 };
 
-/// CLOCK_MONOTONIC in nanoseconds (through the vDSO): the clock Rust's `Instant` reads, and
-/// the runtime's (`ampere.os.clockNs`, which panics if a clock is unavailable).
+/// CLOCK_MONOTONIC in nanoseconds: the clock Rust's `Instant` reads, through the same glibc
+/// function (`libcClockNs`).
 pub fn monotonicNs() u64 {
-    return ampere.os.clockNs(.MONOTONIC);
+    return libcClockNs(.MONOTONIC);
 }
 
 /// CLOCK_PROCESS_CPUTIME_ID in nanoseconds: CPU time (user + system) of every thread of the
-/// process, living and exited. It costs a system call (the vDSO has only the wall clocks, so
-/// `clock_gettime` falls back to the kernel); the kernel sums the threads' accounted run time,
-/// which for a thread running on another CPU lags by up to one scheduler tick (README.md,
-/// "CPU time").
+/// process, living and exited. glibc serves it with a system call (the vDSO has only the
+/// wall clocks); the kernel sums the threads' accounted run time, which for a thread running
+/// on another CPU lags by up to one scheduler tick (README.md, "CPU time").
 pub fn processCpuNs() u64 {
-    return ampere.os.clockNs(.PROCESS_CPUTIME_ID);
+    return libcClockNs(.PROCESS_CPUTIME_ID);
+}
+
+/// glibc's `clock_gettime` (libc is linked), the function the Rust side calls for both clocks,
+/// so that both programs pay the same for a read. Panics if the clock is unavailable.
+fn libcClockNs(clock: std.c.clockid_t) u64 {
+    var ts: std.c.timespec = undefined;
+    if (std.c.clock_gettime(clock, &ts) != 0) std.debug.panic("clock_gettime({d}) failed", .{@intFromEnum(clock)});
+    return @as(u64, @intCast(ts.sec)) * std.time.ns_per_s + @as(u64, @intCast(ts.nsec));
 }
 
 /// The start of a timed region (the order of the reads is in the module comment).

@@ -17,7 +17,7 @@
 //!   another thread by some other synchronising means (a channel).
 //! - `release`: `fetchSub(1, release)`. Release orders every use of the buffer by this holder
 //!   before its decrement. The holder that takes the count from 1 to 0 then performs an acquire
-//!   (Rust uses an acquire fence; Zig 0.15 has no fence builtin, and like Rust under
+//!   (Rust uses an acquire fence; Zig has no fence builtin, and like Rust under
 //!   ThreadSanitizer we load the counter with acquire instead). The decrements form a release
 //!   sequence on the counter, so this acquire synchronises with every earlier release: all
 //!   other holders' uses happen before the free.

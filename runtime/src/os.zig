@@ -30,7 +30,7 @@ pub const epoll_event = linux.epoll_event;
 /// produce.
 fn unexpected(comptime call: []const u8, err: linux.E) noreturn {
     @branchHint(.cold);
-    std.debug.panic(call ++ " failed: unexpected errno {s}", .{@tagName(err)});
+    std.debug.panic(call ++ " failed: unexpected errno {d} ({s})", .{ @intFromEnum(err), std.enums.tagName(linux.E, err) orelse "?" });
 }
 
 fn timespecFromNs(duration_ns: u64) linux.timespec {

@@ -29,7 +29,7 @@ MACHINE = {"hostname": "lab1", "arch": "x86_64", "cpu_model": "Test CPU", "logic
 def meta_for(runtime: str, **machine_changes) -> dict:
     return {"runtime": runtime, "runtime_version": "0.1.0",
             "compiler": "zig" if runtime == "ampere" else "rustc",
-            "compiler_version": "0.15.2" if runtime == "ampere" else "1.95.0",
+            "compiler_version": "0.16.0" if runtime == "ampere" else "1.95.0",
             "tokio_version": None if runtime == "ampere" else "1.48.0",
             "build_mode": "ReleaseFast" if runtime == "ampere" else "release",
             "target_cpu": "native", "allocator": "glibc malloc", "machine": {**MACHINE, **machine_changes}}

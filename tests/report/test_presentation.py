@@ -440,7 +440,7 @@ def test_machine_sentences_warn_about_oversubscription(tmp_path, oversubscribed_
     run = analysis.load_run("latest", data_dir=data)
     text = "\n".join(words.machine_sentences(artefact.compute(run, "tokio", "ampere", 0.05, 0.95)))
     assert "The machine has 2 logical cores; Tiers 3–4 ran with 4 workers: at 4 workers they oversubscribe" in text
-    assert "Test CPU" in text and "Tokio 1.48.0" in text and "zig 0.15.2" in text
+    assert "Test CPU" in text and "Tokio 1.48.0" in text and "zig 0.16.0" in text
     assert "CPU time recorded per iteration (schema 2)" in text
     other = tmp_path / "other"
     write_run(other, info=run_json("20261122T101500Z-lab1", workers=[1, 2, 4, 8]))
