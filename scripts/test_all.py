@@ -30,16 +30,17 @@ class Counts:
 
 
 def parse_zig(output: str) -> Counts | None:
-    """Zig's build summary: "N/M tests passed[; K skipped][; F failed][; L leaked]"."""
+    """Zig's (0.16) build summary: "N/M tests passed[ (K skipped, F failed, C crashed, T timed out)]".
+
+    Every test that neither passed nor was skipped failed (a leak fails its test)."""
     match = None
-    for match in re.finditer(r"(\d+)/(\d+) tests passed(?:; (\d+) skipped)?(?:; (\d+) failed)?(?:; (\d+) leaked)?", output):
+    for match in re.finditer(r"(\d+)/(\d+) tests passed(?: \(([^)]*)\))?", output):
         pass
     if match is None:
         return None
     passed, total = int(match[1]), int(match[2])
-    skipped = int(match[3] or 0)
-    leaked = int(match[5] or 0)
-    return Counts(passed=passed, failed=total - passed - skipped + leaked)
+    skipped = re.search(r"(\d+) skipped", match[3] or "")
+    return Counts(passed=passed, failed=total - passed - (int(skipped[1]) if skipped else 0))
 
 
 def parse_cargo(output: str) -> Counts | None:
