@@ -71,6 +71,18 @@ pub fn cancel(f: anytype) void {
     if (@hasDecl(F, "cancel")) f.cancel();
 }
 
+/// Whether the optional future at `slot` (a `*?F`) is null, reading only its null flag.
+/// `slot.* == null` reads the whole optional in Zig 0.16's Debug code — the future included,
+/// with its waiter nodes and timer entries that other threads write under their locks: a data
+/// race (ThreadSanitizer reports it). A pointer capture reads the flag alone.
+pub fn isNull(slot: anytype) bool {
+    if (slot.*) |*present| {
+        _ = present;
+        return false;
+    }
+    return true;
+}
+
 /// Polls `f` once with a no-op waker. For tests and synchronous fast paths: a future that
 /// returns pending here must be cancelled by the caller if it is then dropped.
 pub fn pollOnce(f: anytype) Poll(@typeInfo(@TypeOf(f)).pointer.child.Output) {

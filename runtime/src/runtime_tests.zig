@@ -782,8 +782,8 @@ const GatedSleeper = struct {
     registered_ns: u64 = 0,
 
     pub fn poll(self: *GatedSleeper, cx: *Context) Poll(void) {
-        if (self.timer == null) {
-            if (self.gate == null) {
+        if (future.isNull(&self.timer)) {
+            if (future.isNull(&self.gate)) {
                 self.gate = self.storm.gate.notified();
                 const first = self.gate.?.poll(cx);
                 _ = self.storm.arrived.fetchAdd(1, .release); // Registered: notifyWaiters wakes it.
@@ -865,7 +865,7 @@ const BusyLock = struct {
 
     pub fn poll(self: *BusyLock, cx: *Context) Poll(void) {
         while (time.nowNs() < self.give_up_ns) {
-            if (self.locking == null) self.locking = self.mutex.lock();
+            if (future.isNull(&self.locking)) self.locking = self.mutex.lock();
             var guard = switch (self.locking.?.poll(cx)) {
                 .pending => return .pending, // Budget spent (never contended).
                 .ready => |guard| guard,

@@ -97,7 +97,7 @@ const Gate = struct {
 
     fn poll(self: *Gate, cx: *Context) bool {
         while (!self.open) {
-            if (self.changed == null) self.changed = self.receiver.?.changed();
+            if (future.isNull(&self.changed)) self.changed = self.receiver.?.changed();
             switch (self.changed.?.poll(cx)) {
                 .pending => return false,
                 .ready => |result| {
@@ -131,7 +131,7 @@ const Producer = struct {
     pub fn poll(self: *Producer, cx: *Context) Poll(void) {
         if (!self.gate.poll(cx)) return .pending;
         while (self.next < self.end) {
-            if (self.sending == null) self.sending = self.tx.send(self.next);
+            if (future.isNull(&self.sending)) self.sending = self.tx.send(self.next);
             switch (self.sending.?.poll(cx)) {
                 .pending => return .pending,
                 .ready => |result| {
@@ -166,7 +166,7 @@ const Consumer = struct {
         if (!self.gate.poll(cx)) return .pending;
         const shared = self.shared;
         while (true) {
-            if (self.receiving == null) self.receiving = self.rx.recv();
+            if (future.isNull(&self.receiving)) self.receiving = self.rx.recv();
             switch (self.receiving.?.poll(cx)) {
                 .pending => return .pending,
                 .ready => |result| {
@@ -279,7 +279,7 @@ const BufferProducer = struct {
 
     pub fn poll(self: *BufferProducer, cx: *Context) Poll(void) {
         while (true) {
-            if (self.sending == null) {
+            if (future.isNull(&self.sending)) {
                 const buffer = makeBuffer(self.shared.allocator, self.id) catch {
                     check(&self.shared.failures, false);
                     return self.finish();
@@ -330,7 +330,7 @@ const BufferConsumer = struct {
 
     pub fn poll(self: *BufferConsumer, cx: *Context) Poll(void) {
         while (self.quota > 0) {
-            if (self.receiving == null) self.receiving = self.rx.recv();
+            if (future.isNull(&self.receiving)) self.receiving = self.rx.recv();
             switch (self.receiving.?.poll(cx)) {
                 .pending => return .pending,
                 .ready => |result| {
@@ -403,7 +403,7 @@ const EchoTask = struct {
 
     pub fn poll(self: *EchoTask, cx: *Context) Poll(void) {
         while (true) {
-            if (self.receiving == null) self.receiving = self.rx.recv();
+            if (future.isNull(&self.receiving)) self.receiving = self.rx.recv();
             switch (self.receiving.?.poll(cx)) {
                 .pending => return .pending,
                 .ready => |result| {
@@ -529,7 +529,7 @@ const PairSender = struct {
         switch (self.mode) {
             .sender_gone => self.tx.deinit(),
             .sender_awaits_close => {
-                if (self.closed == null) self.closed = self.tx.closed();
+                if (future.isNull(&self.closed)) self.closed = self.tx.closed();
                 if (self.closed.?.poll(cx) == .pending) return .pending;
                 self.closed = null;
                 self.sendOne();
@@ -572,7 +572,7 @@ const PairReceiver = struct {
         switch (self.mode) {
             .receiver_gone, .sender_awaits_close => {},
             .send, .sender_gone => {
-                if (self.receiving == null) self.receiving = self.rx.recv();
+                if (future.isNull(&self.receiving)) self.receiving = self.rx.recv();
                 switch (self.receiving.?.poll(cx)) {
                     .pending => return .pending,
                     .ready => |result| {
@@ -697,7 +697,7 @@ const BroadcastReceiver = struct {
 
     pub fn poll(self: *BroadcastReceiver, cx: *Context) Poll(void) {
         while (true) {
-            if (self.receiving == null) self.receiving = self.receiver.recv();
+            if (future.isNull(&self.receiving)) self.receiving = self.receiver.recv();
             switch (self.receiving.?.poll(cx)) {
                 .pending => return .pending,
                 .ready => |result| {
@@ -782,7 +782,7 @@ const WatchReceiver = struct {
 
     pub fn poll(self: *WatchReceiver, cx: *Context) Poll(void) {
         while (true) {
-            if (self.changed == null) self.changed = self.receiver.changed();
+            if (future.isNull(&self.changed)) self.changed = self.receiver.changed();
             switch (self.changed.?.poll(cx)) {
                 .pending => return .pending,
                 .ready => |result| {
@@ -903,7 +903,7 @@ fn OwnedReceiver(comptime Kind: type) type {
 
         pub fn poll(self: *Self, cx: *Context) Poll(void) {
             while (self.got < self.quota) {
-                if (self.waiting == null) self.waiting = if (is_watch) self.receiver.changed() else self.receiver.recv();
+                if (future.isNull(&self.waiting)) self.waiting = if (is_watch) self.receiver.changed() else self.receiver.recv();
                 const result = switch (self.waiting.?.poll(cx)) {
                     .pending => return .pending,
                     .ready => |result| result,

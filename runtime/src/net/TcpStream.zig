@@ -224,7 +224,7 @@ pub const ReadExact = struct {
     pub fn poll(self: *ReadExact, cx: *future.Context) future.Poll(Output) {
         // Bounded: every pass fills at least one byte or returns.
         while (self.filled < self.buffer.len) {
-            if (self.op == null) self.op = Read.init(self.registration, .{ .buffer = self.buffer[self.filled..] });
+            if (future.isNull(&self.op)) self.op = Read.init(self.registration, .{ .buffer = self.buffer[self.filled..] });
             switch (self.op.?.poll(cx)) {
                 .pending => return .pending,
                 .ready => |result| {
@@ -257,7 +257,7 @@ pub const WriteAll = struct {
     pub fn poll(self: *WriteAll, cx: *future.Context) future.Poll(Output) {
         // Bounded: every pass writes at least one byte or returns.
         while (self.written < self.bytes.len) {
-            if (self.op == null) self.op = Write.init(self.registration, .{ .bytes = self.bytes[self.written..] });
+            if (future.isNull(&self.op)) self.op = Write.init(self.registration, .{ .bytes = self.bytes[self.written..] });
             switch (self.op.?.poll(cx)) {
                 .pending => return .pending,
                 .ready => |result| {

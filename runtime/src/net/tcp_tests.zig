@@ -163,7 +163,7 @@ const Echoer = struct {
                     result catch return self.end(false);
                 },
             };
-            if (self.reading == null) self.reading = self.stream.read(&self.buffer);
+            if (ampere.future.isNull(&self.reading)) self.reading = self.stream.read(&self.buffer);
             switch (self.reading.?.poll(cx)) {
                 .pending => return .pending,
                 .ready => |result| {
@@ -206,7 +206,7 @@ const Server = struct {
 
     pub fn poll(self: *Server, cx: *Context) Poll(Output) {
         while (self.stats.accepted.load(.monotonic) < self.expected) {
-            if (self.accepting == null) self.accepting = self.listener.accept();
+            if (ampere.future.isNull(&self.accepting)) self.accepting = self.listener.accept();
             switch (self.accepting.?.poll(cx)) {
                 .pending => return .pending,
                 .ready => |result| {
@@ -260,7 +260,7 @@ const Client = struct {
 
     pub fn poll(self: *Client, cx: *Context) Poll(Output) {
         if (self.stream == null) {
-            if (self.connecting == null) self.connecting = TcpStream.connect(self.address);
+            if (ampere.future.isNull(&self.connecting)) self.connecting = TcpStream.connect(self.address);
             switch (self.connecting.?.poll(cx)) {
                 .pending => return .pending,
                 .ready => |result| {
@@ -272,7 +272,7 @@ const Client = struct {
         }
         const stream = self.stream.?;
         while (self.round < self.rounds) {
-            if (self.writing == null and self.reading == null) {
+            if (ampere.future.isNull(&self.writing) and ampere.future.isNull(&self.reading)) {
                 fillPattern(self.out, self.id, self.round);
                 self.writing = stream.writeAll(self.out);
             }
@@ -501,7 +501,7 @@ const Drain = struct {
             self.delay = null;
         }
         while (true) {
-            if (self.reading == null) self.reading = self.stream.read(&self.buffer);
+            if (ampere.future.isNull(&self.reading)) self.reading = self.stream.read(&self.buffer);
             switch (self.reading.?.poll(cx)) {
                 .pending => return .pending,
                 .ready => |result| {
@@ -602,7 +602,7 @@ const Acceptor = struct {
 
     pub fn poll(self: *Acceptor, cx: *Context) Poll(Output) {
         while (self.accepted < self.count) {
-            if (self.accepting == null) self.accepting = self.listener.accept();
+            if (ampere.future.isNull(&self.accepting)) self.accepting = self.listener.accept();
             switch (self.accepting.?.poll(cx)) {
                 .pending => return .pending,
                 .ready => |result| {
@@ -698,7 +698,7 @@ const Idler = struct {
 
     pub fn poll(self: *Idler, cx: *Context) Poll(Output) {
         if (self.stream == null) {
-            if (self.connecting == null) self.connecting = TcpStream.connect(self.address);
+            if (ampere.future.isNull(&self.connecting)) self.connecting = TcpStream.connect(self.address);
             switch (self.connecting.?.poll(cx)) {
                 .pending => return .pending,
                 .ready => |result| {
@@ -708,7 +708,7 @@ const Idler = struct {
                 },
             }
         }
-        if (self.reading == null) self.reading = self.stream.?.read(&self.buffer);
+        if (ampere.future.isNull(&self.reading)) self.reading = self.stream.?.read(&self.buffer);
         switch (self.reading.?.poll(cx)) {
             .pending => return .pending,
             .ready => |result| {
@@ -795,7 +795,7 @@ const OneByteEcho = struct {
 
     pub fn poll(self: *OneByteEcho, cx: *Context) Poll(Output) {
         if (self.stream == null) {
-            if (self.accepting == null) self.accepting = self.listener.accept();
+            if (ampere.future.isNull(&self.accepting)) self.accepting = self.listener.accept();
             switch (self.accepting.?.poll(cx)) {
                 .pending => return .pending,
                 .ready => |result| {

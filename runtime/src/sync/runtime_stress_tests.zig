@@ -71,7 +71,7 @@ const MutexTask = struct {
     pub fn poll(self: *MutexTask, cx: *Context) Poll(void) {
         const shared = self.shared;
         while (self.remaining > 0) {
-            if (self.locking == null) self.locking = shared.mutex.lock();
+            if (future.isNull(&self.locking)) self.locking = shared.mutex.lock();
             var guard = switch (self.locking.?.poll(cx)) {
                 .pending => return .pending,
                 .ready => |guard| guard,
@@ -124,7 +124,7 @@ const SemaphoreTask = struct {
     pub fn poll(self: *SemaphoreTask, cx: *Context) Poll(void) {
         const shared = self.shared;
         while (self.remaining > 0) {
-            if (self.acquiring == null) self.acquiring = shared.semaphore.acquire(1);
+            if (future.isNull(&self.acquiring)) self.acquiring = shared.semaphore.acquire(1);
             switch (self.acquiring.?.poll(cx)) {
                 .pending => return .pending,
                 .ready => |result| result catch check(&shared.failures, false),
@@ -179,7 +179,7 @@ const RwLockTask = struct {
         const shared = self.shared;
         while (self.remaining > 0) {
             if (self.writer) {
-                if (self.writing == null) self.writing = shared.lock.write();
+                if (future.isNull(&self.writing)) self.writing = shared.lock.write();
                 var guard = switch (self.writing.?.poll(cx)) {
                     .pending => return .pending,
                     .ready => |guard| guard,
@@ -191,7 +191,7 @@ const RwLockTask = struct {
                 _ = shared.writers.fetchSub(1, .monotonic);
                 guard.unlock();
             } else {
-                if (self.reading == null) self.reading = shared.lock.read();
+                if (future.isNull(&self.reading)) self.reading = shared.lock.read();
                 var guard = switch (self.reading.?.poll(cx)) {
                     .pending => return .pending,
                     .ready => |guard| guard,
@@ -247,7 +247,7 @@ const BarrierTask = struct {
         const shared = self.shared;
         while (self.generation < shared.arrivals.len) {
             const g = self.generation;
-            if (self.waiting == null) {
+            if (future.isNull(&self.waiting)) {
                 _ = shared.arrivals[g].fetchAdd(1, .monotonic);
                 self.waiting = shared.barrier.wait();
             }
@@ -326,7 +326,7 @@ const NotifyTask = struct {
             return .{ .ready = {} };
         }
         while (true) {
-            if (self.waiting == null) {
+            if (future.isNull(&self.waiting)) {
                 self.waiting = shared.notify.notified();
                 if (shared.takeToken()) {
                     self.waiting = null; // never polled: nothing to cancel
@@ -390,7 +390,7 @@ const OnceCellTask = struct {
         while (self.round < shared.cells.len) {
             const r = self.round;
             const cell = &shared.cells[r];
-            if (self.op == null) self.op = cell.getOrInit(CountingInit{ .value = r, .completions = &shared.completions[r] });
+            if (future.isNull(&self.op)) self.op = cell.getOrInit(CountingInit{ .value = r, .completions = &shared.completions[r] });
             const value = switch (self.op.?.poll(cx)) {
                 .pending => return .pending,
                 .ready => |v| v,
@@ -462,7 +462,7 @@ const SteadyTask = struct {
     pub fn poll(self: *SteadyTask, cx: *Context) Poll(void) {
         const s = self.shared;
         if (self.step == 0) {
-            if (self.gate == null) {
+            if (future.isNull(&self.gate)) {
                 self.gate = s.gate.notify.notified();
                 if (s.gate.open.load(.acquire)) self.step = 1;
             }
@@ -475,7 +475,7 @@ const SteadyTask = struct {
         while (self.remaining > 0) {
             switch (self.step) {
                 1 => {
-                    if (self.locking == null) self.locking = s.mutex.lock();
+                    if (future.isNull(&self.locking)) self.locking = s.mutex.lock();
                     var guard = switch (self.locking.?.poll(cx)) {
                         .pending => return .pending,
                         .ready => |guard| guard,
@@ -485,14 +485,14 @@ const SteadyTask = struct {
                     guard.unlock();
                 },
                 2 => {
-                    if (self.acquiring == null) self.acquiring = s.semaphore.acquire(1);
+                    if (future.isNull(&self.acquiring)) self.acquiring = s.semaphore.acquire(1);
                     if (self.acquiring.?.poll(cx) == .pending) return .pending;
                     self.acquiring = null;
                     s.semaphore.release(1);
                 },
                 3 => {
                     if (self.writer) {
-                        if (self.writing == null) self.writing = s.rwlock.write();
+                        if (future.isNull(&self.writing)) self.writing = s.rwlock.write();
                         var guard = switch (self.writing.?.poll(cx)) {
                             .pending => return .pending,
                             .ready => |guard| guard,
@@ -500,7 +500,7 @@ const SteadyTask = struct {
                         self.writing = null;
                         guard.unlock();
                     } else {
-                        if (self.reading == null) self.reading = s.rwlock.read();
+                        if (future.isNull(&self.reading)) self.reading = s.rwlock.read();
                         var guard = switch (self.reading.?.poll(cx)) {
                             .pending => return .pending,
                             .ready => |guard| guard,
@@ -515,7 +515,7 @@ const SteadyTask = struct {
                     if (future.pollOnce(&notified) == .pending) notified.cancel();
                 },
                 5 => {
-                    if (self.waiting == null) self.waiting = s.barrier.wait();
+                    if (future.isNull(&self.waiting)) self.waiting = s.barrier.wait();
                     if (self.waiting.?.poll(cx) == .pending) return .pending;
                     self.waiting = null;
                     self.remaining -= 1;
