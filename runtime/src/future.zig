@@ -127,3 +127,13 @@ test "ready future and contract check" {
     try std.testing.expect(!pollOnce(&p).isReady());
     cancel(&p);
 }
+
+test "isNull tells an empty future slot from a filled one" {
+    var slot: ?Ready(u64) = null;
+    try std.testing.expect(isNull(&slot));
+    slot = ready(@as(u64, 3));
+    try std.testing.expect(!isNull(&slot));
+    try std.testing.expectEqual(@as(u64, 3), pollOnce(&slot.?).ready);
+    slot = null;
+    try std.testing.expect(isNull(&slot));
+}
