@@ -188,7 +188,7 @@ const Producer = struct {
 
     pub fn poll(self: *Producer, cx: *Context) Poll(Output) {
         while (true) {
-            if (self.sending == null) {
+            if (ampere.future.isNull(&self.sending)) {
                 if (self.next == self.count) return self.finish(TaskResult.ok(self.count));
                 self.sending = self.tx.send(self.base + self.next);
             }
@@ -227,7 +227,7 @@ const Consumer = struct {
 
     pub fn poll(self: *Consumer, cx: *Context) Poll(Output) {
         while (true) {
-            if (self.receiving == null) {
+            if (ampere.future.isNull(&self.receiving)) {
                 if (self.received == self.count) return self.finish(TaskResult.ok(self.sum));
                 self.receiving = self.rx.recv();
             }
@@ -399,7 +399,7 @@ const Locker = struct {
 
     pub fn poll(self: *Locker, cx: *Context) Poll(Output) {
         while (true) {
-            if (self.locking == null) {
+            if (ampere.future.isNull(&self.locking)) {
                 if (self.done == self.count) return TaskResult.ok(self.count);
                 self.locking = self.shared.mutex.lock();
             }
@@ -502,7 +502,7 @@ const RwTask = struct {
 
     pub fn poll(self: *RwTask, cx: *Context) Poll(Output) {
         while (true) {
-            if (self.acquiring == null) {
+            if (ampere.future.isNull(&self.acquiring)) {
                 if (self.done == self.count) return TaskResult.ok(self.count);
                 self.acquiring = if (self.writer) .{ .write = self.shared.lock.write() } else .{ .read = self.shared.lock.read() };
             }
@@ -623,7 +623,7 @@ const SemaphoreTask = struct {
     pub fn poll(self: *SemaphoreTask, cx: *Context) Poll(Output) {
         const shared = self.shared;
         while (true) {
-            if (self.acquiring == null) {
+            if (ampere.future.isNull(&self.acquiring)) {
                 if (self.done == self.count) return TaskResult.ok(self.count);
                 self.acquiring = shared.semaphore.acquire(1);
             }
@@ -865,7 +865,7 @@ const Ponger = struct {
     receiving: ?Oneshot.RecvFuture = null,
 
     pub fn poll(self: *Ponger, cx: *Context) Poll(Output) {
-        if (self.receiving == null) self.receiving = self.ping.recv();
+        if (ampere.future.isNull(&self.receiving)) self.receiving = self.ping.recv();
         switch (self.receiving.?.poll(cx)) {
             .pending => return .pending,
             .ready => |result| {
@@ -1058,7 +1058,7 @@ const ChainBench = struct {
     }
 
     pub fn pollFinish(self: *ChainBench, cx: *Context) Poll(void) {
-        if (self.receiving == null) self.receiving = self.done_rx.recv();
+        if (ampere.future.isNull(&self.receiving)) self.receiving = self.done_rx.recv();
         switch (self.receiving.?.poll(cx)) {
             .pending => return .pending,
             .ready => |result| {

@@ -172,7 +172,7 @@ fn EchoTask(comptime K: type) type {
 
         pub fn poll(self: *Self, cx: *Context) Poll(u64) {
             while (true) {
-                if (self.receiving == null) self.receiving = self.rx.recv();
+                if (ampere.future.isNull(&self.receiving)) self.receiving = self.rx.recv();
                 switch (self.receiving.?.poll(cx)) {
                     .pending => return .pending,
                     .ready => |result| {

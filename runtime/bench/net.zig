@@ -87,7 +87,7 @@ const EchoConnection = struct {
                     result catch |err| return self.finish(err);
                 },
             };
-            if (self.reading == null) self.reading = self.stream.read(buffer);
+            if (ampere.future.isNull(&self.reading)) self.reading = self.stream.read(buffer);
             switch (self.reading.?.poll(cx)) {
                 .pending => return .pending,
                 .ready => |result| {
@@ -141,7 +141,7 @@ const EchoServer = struct {
             break :blk fresh;
         };
         while (self.accepted < self.expected) {
-            if (self.accepting == null) self.accepting = self.listener.?.accept();
+            if (ampere.future.isNull(&self.accepting)) self.accepting = self.listener.?.accept();
             switch (self.accepting.?.poll(cx)) {
                 .pending => return .pending,
                 .ready => |result| {
@@ -223,7 +223,7 @@ const Common = struct {
     /// Opens the setup connections one after the other (Nagle off).
     fn pollConnect(self: *Common, ctx: *Ctx, cx: *Context) Poll(Error!void) {
         while (self.connected < self.streams.len) {
-            if (self.connecting == null) self.connecting = TcpStream.connect(self.address);
+            if (ampere.future.isNull(&self.connecting)) self.connecting = TcpStream.connect(self.address);
             switch (self.connecting.?.poll(cx)) {
                 .pending => return .pending,
                 .ready => |result| {
@@ -366,7 +366,7 @@ const Pingpong = struct {
     fn pollIteration(self: *Pingpong, ctx: *Ctx, cx: *Context) Poll(Error!void) {
         const stream = self.common.streams[0];
         while (self.round < self.rounds) {
-            if (self.writing == null and self.reading == null) {
+            if (ampere.future.isNull(&self.writing) and ampere.future.isNull(&self.reading)) {
                 self.out[0] = @truncate(self.round);
                 self.out[self.size - 1] = @truncate(self.iteration);
                 self.writing = stream.writeAll(self.out);
@@ -431,7 +431,7 @@ const ConnsClient = struct {
             self.out[1] = @truncate(self.id);
         }
         while (self.round < self.rounds) {
-            if (self.writing == null and self.reading == null) {
+            if (ampere.future.isNull(&self.writing) and ampere.future.isNull(&self.reading)) {
                 self.out[0] = @truncate(self.round);
                 self.writing = self.stream.writeAll(&self.out);
             }
@@ -544,7 +544,7 @@ const Connect = struct {
     fn pollIteration(self: *Connect, ctx: *Ctx, cx: *Context) Poll(Error!void) {
         while (self.op < self.ops) {
             if (self.stream == null) {
-                if (self.connecting == null) self.connecting = TcpStream.connect(self.common.address);
+                if (ampere.future.isNull(&self.connecting)) self.connecting = TcpStream.connect(self.common.address);
                 switch (self.connecting.?.poll(cx)) {
                     .pending => return .pending,
                     .ready => |result| {
@@ -605,7 +605,7 @@ const StreamWriter = struct {
 
     pub fn poll(self: *StreamWriter, cx: *Context) Poll(Output) {
         while (self.written < self.total) {
-            if (self.writing == null) {
+            if (ampere.future.isNull(&self.writing)) {
                 const piece: usize = @intCast(@min(self.total - self.written, self.chunk.len));
                 self.writing = self.stream.writeAll(self.chunk[0..piece]);
             }
@@ -639,7 +639,7 @@ const StreamReader = struct {
 
     pub fn poll(self: *StreamReader, cx: *Context) Poll(Output) {
         while (self.received < self.total) {
-            if (self.reading == null) self.reading = self.stream.read(self.buffer);
+            if (ampere.future.isNull(&self.reading)) self.reading = self.stream.read(self.buffer);
             switch (self.reading.?.poll(cx)) {
                 .pending => return .pending,
                 .ready => |result| {
