@@ -205,7 +205,7 @@ pub fn turn(self: *Driver, timeout_ns: ?u64) usize {
         @intCast(@min(std.math.divCeil(u64, ns, std.time.ns_per_ms) catch unreachable, std.math.maxInt(i32)))
     else
         -1;
-    const count = posix.epoll_wait(self.epoll_fd, &self.events, timeout_ms);
+    const count = self.wait(timeout_ms);
     assert(count <= events_max);
     var dispatched: usize = 0;
     for (self.events[0..count]) |event| {
@@ -215,6 +215,20 @@ pub fn turn(self: *Driver, timeout_ns: ?u64) usize {
         dispatched += 1;
     }
     return dispatched;
+}
+
+/// `epoll_wait` once. A signal (EINTR) ends the wait with no events instead of restarting it
+/// with the whole timeout, as `std.posix.epoll_wait` does: the caller (the driver owner's park
+/// loop) recomputes its timeout from the clock and the timer wheel (mio does the same). With a
+/// signal every 5 ms, a 50 ms timer used to fire ~500 ms late. Any other error is a bug here
+/// (a closed epoll descriptor, a bad buffer): it panics with its name.
+fn wait(self: *Driver, timeout_ms: i32) usize {
+    const rc = linux.epoll_wait(self.epoll_fd, &self.events, events_max, timeout_ms);
+    return switch (posix.errno(rc)) {
+        .SUCCESS => rc,
+        .INTR => 0,
+        else => |err| std.debug.panic("epoll_wait failed: {s}", .{@tagName(err)}),
+    };
 }
 
 /// Makes a turn blocked in `epoll_wait` (or the next one) return. Any thread.
