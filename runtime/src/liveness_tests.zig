@@ -166,9 +166,22 @@ test "liveness: a worker gives the spinning slot back before it blocks" {
     // a run of rounds includes parks that spun and then blocked.
     for (0..12) |_| {
         try rt.blockOn(try rt.spawn(Noop{}));
-        std.Thread.sleep(10 * ms); // Every spin (1 ms) is over; both workers block.
+        // Wait until both workers are blocked (on a loaded machine a spinning thread may not
+        // get a CPU for a while: the spin itself is bounded, the wait for it is not).
+        var waited_ms: u32 = 0;
+        while (!allBlocked(rt)) : (waited_ms += 1) {
+            if (waited_ms > 5_000) return error.WorkersNeverBlocked;
+            std.Thread.sleep(1 * ms);
+        }
         try testing.expectEqual(@as(u32, 0), idle.spinningWorkers());
     }
+}
+
+fn allBlocked(rt: *Runtime) bool {
+    for (rt.scheduler.shared.remotes) |*remote| {
+        if (!remote.parker.isBlocked()) return false;
+    }
+    return true;
 }
 
 /// One link of a chain of tasks that wake each other from inside their polls: on a worker the

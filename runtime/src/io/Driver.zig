@@ -224,11 +224,19 @@ pub fn turn(self: *Driver, timeout_ns: ?u64) usize {
 /// (a closed epoll descriptor, a bad buffer): it panics with its name.
 fn wait(self: *Driver, timeout_ms: i32) usize {
     const rc = linux.epoll_wait(self.epoll_fd, &self.events, events_max, timeout_ms);
-    return switch (posix.errno(rc)) {
+    return switch (rawErrno(rc)) {
         .SUCCESS => rc,
         .INTR => 0,
         else => |err| std.debug.panic("epoll_wait failed: {s}", .{@tagName(err)}),
     };
+}
+
+/// The error of a raw `std.os.linux` system call (`-errno` in the return value). Not
+/// `posix.errno`: with libc linked (ThreadSanitizer builds) that reads libc's `errno`, which a
+/// raw system call does not set.
+fn rawErrno(rc: usize) posix.E {
+    const signed: isize = @bitCast(rc);
+    return if (signed > -4096 and signed < 0) @enumFromInt(-signed) else .SUCCESS;
 }
 
 /// Makes a turn blocked in `epoll_wait` (or the next one) return. Any thread.
@@ -237,7 +245,7 @@ pub fn wakeup(self: *Driver) void {
     var attempts: u32 = 0;
     while (attempts < 2) : (attempts += 1) {
         const rc = linux.write(self.wakeup_fd, std.mem.asBytes(&one), @sizeOf(u64));
-        switch (posix.errno(rc)) {
+        switch (rawErrno(rc)) {
             .SUCCESS => return,
             .INTR => continue,
             .AGAIN => {
@@ -290,7 +298,7 @@ const future = @import("../future.zig");
 fn socketPair() ![2]posix.fd_t {
     var fds: [2]posix.fd_t = undefined;
     const rc = linux.socketpair(linux.AF.UNIX, linux.SOCK.STREAM | linux.SOCK.NONBLOCK | linux.SOCK.CLOEXEC, 0, &fds);
-    if (posix.errno(rc) != .SUCCESS) return error.SocketPairFailed;
+    if (rawErrno(rc) != .SUCCESS) return error.SocketPairFailed;
     return fds;
 }
 
