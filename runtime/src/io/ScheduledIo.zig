@@ -483,6 +483,32 @@ test "shutdown wakes every waiter and ends later waits at once" {
     try testing.expectEqual(@as(i32, 1), counter.outstanding());
 }
 
+test "close wakes every waiter and ends later waits with is_closed; a waiter holds a reference from its first link" {
+    var io = testIo();
+    var counter = Waker.Counting{};
+    const w = counter.waker();
+    defer w.drop();
+    var cx = future.Context.init(&w);
+    var reader = Waiter.init(Ready.read_interest);
+    var writer = Waiter.init(Ready.write_interest);
+    try testing.expect(io.pollReady(&reader, &cx) == null);
+    try testing.expect(io.pollReady(&writer, &cx) == null);
+    try testing.expectEqual(driver_ref + 3 * user_ref, io.refs.load(.monotonic));
+    try testing.expect(io.pollReady(&reader, &cx) == null); // Still linked: no second reference.
+    try testing.expectEqual(driver_ref + 3 * user_ref, io.refs.load(.monotonic));
+    io.close();
+    try testing.expectEqual(@as(u32, 2), counter.wakeCount());
+    const seen = io.pollReady(&reader, &cx).?;
+    try testing.expect(seen.is_closed and !seen.is_shutdown);
+    io.releaseWaiter(&reader);
+    io.cancelWait(&writer); // Woken and unlinked already: only its reference goes.
+    try testing.expectEqual(driver_ref + user_ref, io.refs.load(.monotonic));
+    var late = Waiter.init(Ready.read_interest);
+    try testing.expect(io.pollReady(&late, &cx).?.is_closed);
+    try testing.expect(!late.holds_ref); // Never linked.
+    try testing.expectEqual(@as(i32, 1), counter.outstanding());
+}
+
 const DispatchInWindow = struct {
     io: *ScheduledIo,
     fn run(self: *DispatchInWindow) void {

@@ -756,7 +756,7 @@ test "runtime shutdown with connections open: waits end, tasks are cancelled, no
         var idler = try rt.spawn(Idler{ .address = address, .connected = &connected });
         idler.detach();
     }
-    const kept = try rt.blockOn(TcpStream.connect(address)); // Held across deinit (an orphan).
+    const kept = try rt.blockOn(TcpStream.connect(address)); // Held across deinit (which closes it).
     const for_blocking = try rt.blockOn(TcpStream.connect(address));
     const blocked = try rt.spawnBlocking(blockingRead, .{ for_blocking, &blocking_started });
     var waited_ms: u32 = 0;
@@ -771,7 +771,7 @@ test "runtime shutdown with connections open: waits end, tasks are cancelled, no
     try testing.expectError(error.RuntimeShutdown, ampere.blockOnThread(&handle));
     // Every echoer was cancelled (and closed its socket), none finished on its own.
     try testing.expectEqual(@as(u32, 0), stats.finished.load(.acquire));
-    // The stream held across deinit fails its operations and still closes.
+    // The stream held across deinit fails its operations; its close does nothing.
     var buffer: [4]u8 = undefined;
     var read = kept.read(&buffer);
     try testing.expectError(error.RuntimeShutdown, ampere.blockOnThread(&read));
@@ -1226,4 +1226,59 @@ test "a stream held across deinit fails with RuntimeShutdown, and its close spar
     try testing.expectError(error.RuntimeShutdown, kept.setNodelay(true));
     kept.close(); // Must not close the /dev/null descriptor that now has its number.
     _ = try posix.fcntl(kept_fd, posix.F.GETFD, 0);
+}
+
+const CloseAt = struct {
+    stream: TcpStream,
+    go: *std.atomic.Value(bool),
+    delay_spins: u32,
+
+    fn run(self: *CloseAt) void {
+        while (!self.go.load(.acquire)) std.atomic.spinLoopHint();
+        for (0..self.delay_spins) |_| std.atomic.spinLoopHint();
+        self.stream.close();
+    }
+};
+
+test "abort and close of a task's stream race from two threads: the read ends one way or the other, nothing leaks" {
+    var watchdog = Watchdog{ .what = "abort racing close" };
+    try watchdog.start();
+    defer watchdog.stop();
+    const seed = ampere.testing.seed();
+    errdefer ampere.testing.reportSeed("abort racing close", seed);
+    var prng = std.Random.DefaultPrng.init(seed);
+    const before = try openFdCount();
+    {
+        const rt = try newRuntime(4);
+        defer rt.deinit();
+        const listener = try TcpListener.bindIn(ioOf(rt), loopback4());
+        defer listener.close();
+        var outcomes = [2]u32{ 0, 0 }; // Cancelled, SocketClosed
+        for (0..@as(usize, scaled(300, 30))) |_| {
+            const client, const server = try connectedPair(rt, listener);
+            defer client.close();
+            const reader = try rt.spawn(PendingReader{ .stream = server });
+            try waitForWaiter(server);
+            var go = std.atomic.Value(bool).init(false);
+            var closer = CloseAt{ .stream = server, .go = &go, .delay_spins = prng.random().uintLessThan(u32, 2000) };
+            const thread = try std.Thread.spawn(.{}, CloseAt.run, .{&closer});
+            const abort_spins = prng.random().uintLessThan(u32, 8000);
+            go.store(true, .release);
+            for (0..abort_spins) |_| std.atomic.spinLoopHint();
+            reader.abort();
+            thread.join();
+            if (join(rt, anyerror!usize, reader)) |_| {
+                return error.ReadCompleted;
+            } else |err| switch (err) {
+                error.Cancelled => outcomes[0] += 1,
+                error.SocketClosed => outcomes[1] += 1,
+                else => return err,
+            }
+            // Whichever came first, the descriptor is closed once the read let go of it.
+            var buffer: [4]u8 = undefined;
+            try testing.expectEqual(@as(usize, 0), try rt.blockOn(client.read(&buffer)));
+        }
+        try testing.expect(outcomes[0] + outcomes[1] > 0);
+    }
+    try testing.expectEqual(before, try openFdCount());
 }
