@@ -18,7 +18,9 @@
 //! publishes it, which sets `tx_gone`). `deinit` on the state asserts exactly that
 //! (`isFinished`); call it before the memory is reused or freed. In the usual shape (the
 //! receiving task owns the state and awaits the value) both hold as soon as `recv` has
-//! returned the value or the `error.Closed` the sender caused.
+//! returned the value or the `error.Closed` the sender caused. A receiver that may give up
+//! first (a `timeout` around `recv`, a task that may be aborted) cannot observe the sender's
+//! last access: use `OwnedOneshot` (owned_oneshot.zig), whose halves keep the state alive.
 //!
 //! State word bits:
 //!
