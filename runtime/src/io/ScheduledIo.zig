@@ -5,6 +5,7 @@
 //!
 //!     bits 0..7    Ready: readable, writable, read_closed, write_closed, err (io/ready.zig)
 //!     bits 8..23   tick: incremented (mod 2^16) by every event the driver dispatches
+//!     bit  30      closed: the socket was closed; every wait ends with SocketClosed
 //!     bit  31      shutdown: the driver shut down; every wait ends with RuntimeShutdown
 //!
 //! The descriptor is registered edge-triggered: the kernel reports a change once, not a level.
@@ -46,8 +47,9 @@
 //!
 //! A woken waiter is unlinked by the waker side under the lock (`linked = false`) and never
 //! touched again by it: the future may complete and vanish as soon as it sees `linked` false
-//! under the lock. `cancelWait` unlinks a waiter still linked; either the dispatcher or the
-//! canceller unlinks it, never both, because both do it under the lock.
+//! under the lock. `cancelWait` unlinks a waiter still linked (and releases the reference of
+//! its operation, below); either the dispatcher or the canceller unlinks it, never both,
+//! because both do it under the lock.
 //!
 //! ## Closing
 //!
