@@ -28,6 +28,8 @@ const CountingAllocator = @import("../CountingAllocator.zig");
 const RcBuffer = @import("../RcBuffer.zig");
 const Bounded = @import("bounded.zig").Bounded;
 const Oneshot = @import("oneshot.zig").Oneshot;
+const OwnedOneshot = @import("owned_oneshot.zig").OwnedOneshot;
+const time = @import("../time.zig");
 const Broadcast = @import("broadcast.zig").Broadcast;
 const Watch = @import("watch.zig").Watch;
 
@@ -650,6 +652,120 @@ test "runtime stress: oneshot pairs closed by the last handle on either side" {
     }
     // Every mode ran.
     for (counts) |count| try testing.expect(count > 0);
+}
+
+// -- OwnedOneshot: receivers that time out while their senders send --------------------------
+
+const TimeoutShared = struct {
+    allocator: std.mem.Allocator,
+    received: Atomic(u64) = .init(0),
+    timed_out: Atomic(u64) = .init(0),
+    delivered: Atomic(u64) = .init(0),
+    refused: Atomic(u64) = .init(0),
+    failures: Atomic(u32) = .init(0),
+};
+
+const Reply = OwnedOneshot(*RcBuffer);
+
+/// Waits for its reply for `limit_ns` (a `timeout` around the receive), then drops the
+/// receiver, whatever its sender is doing: the state must survive a late send.
+const ImpatientReceiver = struct {
+    pub const Output = void;
+    shared: *TimeoutShared,
+    rx: Reply.Receiver,
+    id: u64,
+    limit_ns: u64,
+    receiving: ?time.Timeout(Reply.RecvFuture) = null,
+
+    pub fn poll(self: *ImpatientReceiver, cx: *Context) Poll(void) {
+        if (self.receiving == null) self.receiving = time.timeout(self.rx.recv(), self.limit_ns);
+        switch (self.receiving.?.poll(cx)) {
+            .pending => return .pending,
+            .ready => |result| {
+                self.receiving = null;
+                if (result) |buffer| {
+                    check(&self.shared.failures, bufferId(buffer) == self.id);
+                    buffer.release();
+                    _ = self.shared.received.fetchAdd(1, .monotonic);
+                } else |err| {
+                    // The sender always sends: Closed would be a lost value.
+                    check(&self.shared.failures, err == error.Timeout);
+                    _ = self.shared.timed_out.fetchAdd(1, .monotonic);
+                }
+            },
+        }
+        self.rx.deinit(); // Releases a value that arrived after the timeout.
+        return .{ .ready = {} };
+    }
+
+    pub fn cancel(self: *ImpatientReceiver) void {
+        if (self.receiving) |*r| r.cancel();
+        self.receiving = null;
+        self.rx.deinit();
+    }
+};
+
+/// Sleeps `delay_ns`, then sends a fresh buffer; a refused one is released here.
+const LateSender = struct {
+    pub const Output = void;
+    shared: *TimeoutShared,
+    tx: Reply.Sender,
+    id: u64,
+    delay: time.Sleep,
+
+    pub fn poll(self: *LateSender, cx: *Context) Poll(void) {
+        if (self.delay.poll(cx) == .pending) return .pending;
+        const buffer = makeBuffer(self.shared.allocator, self.id) catch {
+            check(&self.shared.failures, false);
+            self.tx.deinit();
+            return .{ .ready = {} };
+        };
+        if (self.tx.send(buffer)) |_| {
+            _ = self.shared.delivered.fetchAdd(1, .monotonic);
+        } else |_| {
+            buffer.release(); // Handed back.
+            _ = self.shared.refused.fetchAdd(1, .monotonic);
+        }
+        return .{ .ready = {} };
+    }
+
+    pub fn cancel(self: *LateSender) void {
+        self.delay.cancel();
+        self.tx.deinit();
+    }
+};
+
+test "runtime stress: owned oneshot receivers time out and are dropped while their senders send" {
+    const seed = test_support.seed();
+    errdefer test_support.reportSeed("owned oneshot timeouts", seed);
+    var prng = std.Random.DefaultPrng.init(seed);
+    const random = prng.random();
+    const rt = try Runtime.init(testing.allocator, .{ .workers = workers });
+    defer rt.deinit();
+    var counting = CountingAllocator.init(testing.allocator);
+    const pairs = 24;
+    var shared = TimeoutShared{ .allocator = counting.allocator() };
+    for (0..test_support.scaled(100, 10)) |round| {
+        var handles: [2 * pairs]JoinHandle(void) = undefined;
+        for (0..pairs) |i| {
+            // Both deadlines land on the same 1 ms tick or neighbouring ones: the timeout and
+            // the send race on different workers.
+            const tx, const rx = try Reply.init(counting.allocator());
+            const id = round * pairs + i;
+            handles[2 * i] = try rt.spawn(ImpatientReceiver{ .shared = &shared, .rx = rx, .id = id, .limit_ns = std.time.ns_per_ms });
+            const delay_ns = random.uintLessThan(u64, 2 * std.time.ns_per_ms);
+            handles[2 * i + 1] = try rt.spawn(LateSender{ .shared = &shared, .tx = tx, .id = id, .delay = time.sleep(delay_ns) });
+        }
+        try joinAll(rt, &handles);
+        // Every state (one allocation per pair) and every buffer is freed, exactly once.
+        try testing.expectEqual(@as(i64, 0), counting.liveBytes());
+    }
+    try testing.expectEqual(@as(u32, 0), shared.failures.load(.monotonic));
+    const total = test_support.scaled(100, 10) * pairs;
+    try testing.expectEqual(@as(u64, total), shared.received.load(.monotonic) + shared.timed_out.load(.monotonic));
+    try testing.expectEqual(@as(u64, total), shared.delivered.load(.monotonic) + shared.refused.load(.monotonic));
+    try testing.expect(shared.received.load(.monotonic) <= shared.delivered.load(.monotonic));
+    try testing.expect(shared.timed_out.load(.monotonic) > 0);
 }
 
 // -- Broadcast and Watch ------------------------------------------------------------------------

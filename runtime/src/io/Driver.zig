@@ -9,14 +9,21 @@
 //! EPOLLRDHUP | EPOLLET`, the event's data being the `ScheduledIo` pointer), and deregistered
 //! when it is closed (`deregister`: `EPOLL_CTL_DEL`, then the `ScheduledIo` moves to
 //! `pending_release`). Nobody registers by hand: the net types do it when they create a socket.
+//! `registrations` is exactly the set of sockets still open, which is what `deinit` closes.
+//!
+//! A `ScheduledIo` is reference-counted (ScheduledIo.zig, "Lifetime: references"): the
+//! driver holds one reference from registration until the first turn after deregistration,
+//! the open registration one, and every operation that has waited on it one. The driver never
+//! frees a `ScheduledIo` directly; it drops its reference, and the last holder frees it.
 //!
 //! ## Turns
 //!
-//! `turn(timeout)` frees the `ScheduledIo`s deregistered since the last turn, waits in
+//! `turn(timeout)` drops its reference to the `ScheduledIo`s deregistered since the last turn
+//! (freeing those nobody else holds), waits in
 //! `epoll_wait` for at most `timeout`, and dispatches each event to its `ScheduledIo`
 //! (readiness + wake). Only one thread turns at a time — the *driver owner* of the scheduler
 //! (see runtime/README.md, "The driver owner") — so `events` needs no lock, and a
-//! `ScheduledIo` freed at the start of a turn cannot be in a batch still being dispatched:
+//! `ScheduledIo` released at the start of a turn cannot be in a batch still being dispatched:
 //! after `EPOLL_CTL_DEL` the kernel reports nothing more for it, and every batch returned
 //! before was dispatched by an earlier turn, which finished before this one began (ownership
 //! passes through a seq_cst compare-and-swap, which orders the turns).
@@ -35,11 +42,30 @@
 //! `RuntimeShutdown`, and every registered `ScheduledIo` is marked shut down and its waiters
 //! woken, so that an operation still waiting (on a `blockOn` or blocking-pool thread) ends with
 //! `RuntimeShutdown`. Tasks waiting on I/O are cancelled by the scheduler afterwards, and their
-//! futures close what they own. `deinit` frees the released `ScheduledIo`s and closes the epoll
-//! and event descriptors; a descriptor still registered then (its owner has not closed it yet)
-//! is *orphaned*: its owner's `close` closes the descriptor and frees the `ScheduledIo` itself.
-//! Closing concurrently with `deinit` is not allowed (as with any use of a runtime being
-//! destroyed).
+//! futures close what they own — or should: a future whose `cancel` leaves its socket open
+//! would leak it. So `deinit` (after every runtime thread stopped) closes what is still
+//! registered: it drops the open registration's reference and its own of every socket still
+//! in `registrations` (the last user closes the descriptor, the last reference frees the
+//! `ScheduledIo`; an operation on an outside thread that still waits keeps both until it
+//! finishes), releases `pending_release`, and closes the epoll and event descriptors.
+//!
+//! ## Handles that outlive the driver
+//!
+//! A socket handle (`Registration`: the driver, the `ScheduledIo`, and the driver's `key`) may
+//! be used after `deinit`: its operations must fail with `RuntimeShutdown` and its `close` must
+//! do nothing — the descriptor was closed, and its number may already belong to another file,
+//! so a second `close` would close that one. The handle cannot ask its `ScheduledIo` (freed)
+//! or the driver (freed), so it asks `live`: a process-wide table of the keys of the drivers
+//! that exist, one slot per driver (`drivers_max`). A key is `epoch * drivers_max + slot`, the
+//! epoch counting every driver ever created, so a key is never reused, and a handle of a
+//! destroyed driver never matches the slot's next owner. `init` claims a free slot with a
+//! compare-and-swap (0 -> key), `deinit` stores 0 (release) before it closes anything; a
+//! handle loads its slot (acquire) before it touches the `ScheduledIo` without holding a
+//! reference (`Registration.isLive`). A driver being destroyed must not be used concurrently
+//! (no thread of the runtime runs any more; other threads must be done with its sockets, as
+//! with any use of a runtime being destroyed), so the check is not a race with `deinit`, only
+//! with what came before it. Cost: one load of a read-shared line per operation poll without a
+//! reference, none while waiting.
 
 const std = @import("std");
 const assert = std.debug.assert;
@@ -60,13 +86,18 @@ pub const events_max: u32 = 1024;
 /// Deregistrations after which a blocked turn is woken to free them (Tokio: 16).
 pub const release_batch: u32 = 16;
 
-pub const InitError = posix.EpollCreateError || posix.EventFdError || posix.EpollCtlError;
+/// Drivers that may exist at once in a process (see "Handles that outlive the driver").
+pub const drivers_max: u32 = 1024;
+
+pub const InitError = posix.EpollCreateError || posix.EventFdError || posix.EpollCtlError || error{TooManyDrivers};
 pub const RegisterError = Allocator.Error || error{ RuntimeShutdown, SystemResources, Unexpected };
 
 /// The epoll data of the eventfd (no `ScheduledIo` lives at address 0).
 const wakeup_token: u64 = 0;
 
 allocator: Allocator,
+/// This driver's key in `live` (see "Handles that outlive the driver").
+key: u64,
 epoll_fd: posix.fd_t,
 wakeup_fd: posix.fd_t,
 /// Guards `registrations`, `pending_release` and `is_shut_down`.
@@ -90,24 +121,62 @@ pub fn init(self: *Driver, allocator: Allocator) InitError!void {
     errdefer posix.close(wakeup_fd);
     var event = linux.epoll_event{ .events = linux.EPOLL.IN | linux.EPOLL.ET, .data = .{ .u64 = wakeup_token } };
     try posix.epoll_ctl(epoll_fd, linux.EPOLL.CTL_ADD, wakeup_fd, &event);
-    self.* = .{ .allocator = allocator, .epoll_fd = epoll_fd, .wakeup_fd = wakeup_fd };
+    const key = try live.claim();
+    self.* = .{ .allocator = allocator, .key = key, .epoll_fd = epoll_fd, .wakeup_fd = wakeup_fd };
 }
 
-/// After every thread that could turn the driver or register with it stopped.
+/// After every thread that could turn the driver or register with it stopped. Closes every
+/// socket still registered (see "Shutdown and teardown").
 pub fn deinit(self: *Driver) void {
+    if (!self.is_shut_down) self.shutdown();
+    // First: from here on, handles of this driver fail (or do nothing) without touching it.
+    live.retire(self.key);
     self.releasePending();
-    self.lock.lock();
+    // No other thread registers or deregisters now: the list is ours without the lock.
     while (self.registrations.popFront()) |node| {
         const io = fromLink(node);
-        // Release: the owner's acquire in `close` sees everything the driver wrote.
-        io.orphaned.store(true, .release);
+        io.releaseUser(); // The open registration's: closes the descriptor if nobody waits.
+        io.releaseDriver();
     }
     self.registered_count.store(0, .monotonic);
-    self.lock.unlock();
     posix.close(self.wakeup_fd);
     posix.close(self.epoll_fd);
     self.* = undefined;
 }
+
+/// Whether handles with `key` may still use their driver (see "Handles that outlive the
+/// driver").
+pub fn isLive(key: u64) bool {
+    return live.contains(key);
+}
+
+/// The process-wide table of live drivers (see "Handles that outlive the driver").
+const live = struct {
+    var slots: [drivers_max]std.atomic.Value(u64) = @splat(.init(0));
+    /// Drivers created so far (the epoch of the next key); starts at 1 so that no key is 0.
+    var epochs: std.atomic.Value(u64) = .init(1);
+
+    fn claim() error{TooManyDrivers}!u64 {
+        const epoch = epochs.fetchAdd(1, .monotonic);
+        var probe: u32 = 0;
+        while (probe < drivers_max) : (probe += 1) {
+            const slot: u32 = @intCast((epoch + probe) % drivers_max);
+            const key = epoch * drivers_max + slot;
+            if (slots[slot].cmpxchgStrong(0, key, .monotonic, .monotonic) == null) return key;
+        }
+        return error.TooManyDrivers;
+    }
+
+    fn contains(key: u64) bool {
+        // Acquire: pairs with `retire`'s release (see the module comment).
+        return slots[key % drivers_max].load(.acquire) == key;
+    }
+
+    fn retire(key: u64) void {
+        assert(contains(key));
+        slots[key % drivers_max].store(0, .release);
+    }
+};
 
 /// Registers `fd` (non-blocking) for edge-triggered events in both directions. `assumed` is
 /// the readiness to start from (an accepted socket is assumed readable and writable, like
@@ -153,10 +222,10 @@ fn unlink(self: *Driver, io: *ScheduledIo) void {
     _ = self.registered_count.fetchSub(1, .monotonic);
 }
 
-/// Removes `io` from epoll; the caller closes the descriptor afterwards. `io` is freed by a
-/// later turn (or by `deinit`). No operation may be waiting on it.
+/// Removes `io` from epoll and hands the driver's reference to the next turn (or `deinit`).
+/// The caller holds the open registration's reference (the descriptor is open) and drops it
+/// afterwards; operations may still be waiting (`ScheduledIo.close` woke them).
 pub fn deregister(self: *Driver, io: *ScheduledIo) void {
-    assert(!io.hasWaiters()); // Close with an operation pending is a use-after-free waiting to happen.
     posix.epoll_ctl(self.epoll_fd, linux.EPOLL.CTL_DEL, io.fd, null) catch |err| {
         std.debug.panic("EPOLL_CTL_DEL of fd {d} failed: {s}", .{ io.fd, @errorName(err) });
     };
@@ -174,7 +243,8 @@ pub fn deregister(self: *Driver, io: *ScheduledIo) void {
     if (pending == release_batch) self.wakeup();
 }
 
-/// Frees the `ScheduledIo`s deregistered before this call. Only the turning thread (or deinit).
+/// Drops the driver's reference to the `ScheduledIo`s deregistered before this call (freeing
+/// those nobody else holds). Only the turning thread (or deinit).
 fn releasePending(self: *Driver) void {
     if (self.pending_count.load(.acquire) == 0) return;
     var released: intrusive_list.List = .{};
@@ -185,9 +255,7 @@ fn releasePending(self: *Driver) void {
         self.pending_release = .{};
         self.pending_count.store(0, .monotonic);
     }
-    while (released.popFront()) |node| {
-        self.allocator.destroy(fromLink(node));
-    }
+    while (released.popFront()) |node| fromLink(node).releaseDriver();
 }
 
 /// Whether any descriptor is registered (a busy worker's non-blocking turn is skipped when
@@ -294,6 +362,7 @@ fn nextWithWaiters(self: *Driver) ?*ScheduledIo {
 const testing = std.testing;
 const Waker = @import("../Waker.zig");
 const future = @import("../future.zig");
+const CountingAllocator = @import("../CountingAllocator.zig");
 
 fn socketPair() ![2]posix.fd_t {
     var fds: [2]posix.fd_t = undefined;
@@ -302,10 +371,21 @@ fn socketPair() ![2]posix.fd_t {
     return fds;
 }
 
+/// What `Registration.close` does.
 fn closeRegistered(driver: *Driver, io: *ScheduledIo) void {
-    const fd = io.fd;
+    io.close();
     driver.deregister(io);
-    posix.close(fd);
+    io.releaseUser();
+}
+
+/// True if the peer of a socket pair sees its other end closed (end of stream).
+fn peerSeesEof(peer: posix.fd_t) !bool {
+    var buffer: [8]u8 = undefined;
+    const count = posix.read(peer, &buffer) catch |err| switch (err) {
+        error.WouldBlock => return false,
+        else => return err,
+    };
+    return count == 0;
 }
 
 test "a write to the peer makes the registered end readable and wakes its waiter" {
@@ -334,6 +414,7 @@ test "a write to the peer makes the registered end readable and wakes its waiter
     try testing.expectEqual(@as(usize, 1), driver.turn(0));
     try testing.expectEqual(@as(u32, 1), counter.wakeCount());
     try testing.expect(io.pollReady(&waiter, &cx).?.ready.readable);
+    io.releaseWaiter(&waiter); // Its first link took a reference.
     // The peer closes: read-closed, final.
     _ = try posix.shutdown(fds[1], .send);
     try testing.expectEqual(@as(usize, 1), driver.turn(0));
@@ -357,9 +438,10 @@ test "wakeup interrupts a blocked turn from another thread" {
     try testing.expectEqual(@as(usize, 0), driver.turn(null));
 }
 
-test "deregistered descriptors are freed by the next turn; shutdown ends waits; orphans outlive the driver" {
+test "deregistered descriptors are freed by the next turn; shutdown ends waits; deinit closes what is still registered" {
+    var counting = CountingAllocator.init(testing.allocator);
     var driver: Driver = undefined;
-    try driver.init(testing.allocator);
+    try driver.init(counting.allocator());
     var released: [release_batch + 3]*ScheduledIo = undefined;
     var peers: [released.len]posix.fd_t = undefined;
     for (&released, &peers) |*io, *peer| {
@@ -369,16 +451,23 @@ test "deregistered descriptors are freed by the next turn; shutdown ends waits; 
     }
     for (released, peers) |io, peer| {
         closeRegistered(&driver, io);
+        try testing.expect(try peerSeesEof(peer)); // Nobody waited: closed at once.
         posix.close(peer);
     }
     try testing.expect(!driver.hasRegistrations());
     try testing.expectEqual(@as(u32, released.len), driver.pending_count.load(.acquire));
-    _ = driver.turn(0); // Frees them (testing.allocator checks nothing leaks).
+    _ = driver.turn(0); // Frees them.
     try testing.expectEqual(@as(u32, 0), driver.pending_count.load(.acquire));
+    try testing.expectEqual(@as(i64, 0), counting.liveBytes());
 
-    const fds = try socketPair();
-    defer posix.close(fds[1]);
-    const kept = try driver.register(fds[0], Ready.empty);
+    // Two sockets left open at deinit, one with a waiter (an operation on a thread outside
+    // the runtime), one without.
+    const waited = try socketPair();
+    defer posix.close(waited[1]);
+    const idle = try socketPair();
+    defer posix.close(idle[1]);
+    const kept = try driver.register(waited[0], Ready.empty);
+    _ = try driver.register(idle[0], Ready.empty);
     var counter = Waker.Counting{};
     const w = counter.waker();
     defer w.drop();
@@ -388,10 +477,33 @@ test "deregistered descriptors are freed by the next turn; shutdown ends waits; 
     driver.shutdown();
     try testing.expectEqual(@as(u32, 1), counter.wakeCount());
     try testing.expect(kept.pollReady(&waiter, &cx).?.is_shutdown);
-    try testing.expectError(error.RuntimeShutdown, driver.register(fds[1], Ready.empty));
+    try testing.expectError(error.RuntimeShutdown, driver.register(waited[1], Ready.empty));
     driver.deinit();
-    // The owner closes after the driver is gone.
-    try testing.expect(kept.orphaned.load(.acquire));
-    posix.close(kept.fd);
-    kept.allocator.destroy(kept);
+    // The idle one is closed and freed; the waited-on one stays open (its operation may still
+    // run a system call on it) and allocated until the operation lets go.
+    try testing.expect(try peerSeesEof(idle[1]));
+    try testing.expect(!try peerSeesEof(waited[1]));
+    try testing.expectEqual(@as(i64, @sizeOf(ScheduledIo)), counting.liveBytes());
+    kept.releaseWaiter(&waiter);
+    try testing.expect(try peerSeesEof(waited[1]));
+    try testing.expectEqual(@as(i64, 0), counting.liveBytes());
+}
+
+test "the table of live drivers: a key is live from init to deinit and never again" {
+    var first: Driver = undefined;
+    try first.init(testing.allocator);
+    const first_key = first.key;
+    try testing.expect(isLive(first_key));
+    var second: Driver = undefined;
+    try second.init(testing.allocator);
+    try testing.expect(second.key != first_key);
+    first.deinit();
+    try testing.expect(!isLive(first_key));
+    try testing.expect(isLive(second.key));
+    // A driver that takes the freed slot gets another key: old handles stay dead.
+    var third: Driver = undefined;
+    try third.init(testing.allocator);
+    defer third.deinit();
+    try testing.expect(!isLive(first_key));
+    second.deinit();
 }

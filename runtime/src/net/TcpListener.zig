@@ -5,6 +5,7 @@
 //!
 //! `accept()` is a future returning a registered `TcpStream`; it is cancel-safe (a cancelled
 //! accept unlinks its waiter and accepts nothing), and several tasks may accept at once.
+//! Closing the listener ends the accepts pending on it with `SocketClosed`.
 
 const std = @import("std");
 const posix = std.posix;
@@ -48,10 +49,10 @@ pub fn accept(self: TcpListener) Accept {
 }
 
 pub fn localAddress(self: TcpListener) errors.SocketError!std.net.Address {
-    return sys.address(self.registration.fd(), .local);
+    return sys.address(try self.registration.liveFd(), .local);
 }
 
-/// Deregisters and closes the socket. No accept may be pending.
+/// Closes the socket, once: pending accepts end with `SocketClosed` (see TcpStream.close).
 pub fn close(self: TcpListener) void {
     self.registration.close();
 }

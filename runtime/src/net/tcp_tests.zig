@@ -756,7 +756,7 @@ test "runtime shutdown with connections open: waits end, tasks are cancelled, no
         var idler = try rt.spawn(Idler{ .address = address, .connected = &connected });
         idler.detach();
     }
-    const kept = try rt.blockOn(TcpStream.connect(address)); // Held across deinit (an orphan).
+    const kept = try rt.blockOn(TcpStream.connect(address)); // Held across deinit (which closes it).
     const for_blocking = try rt.blockOn(TcpStream.connect(address));
     const blocked = try rt.spawnBlocking(blockingRead, .{ for_blocking, &blocking_started });
     var waited_ms: u32 = 0;
@@ -771,7 +771,7 @@ test "runtime shutdown with connections open: waits end, tasks are cancelled, no
     try testing.expectError(error.RuntimeShutdown, ampere.blockOnThread(&handle));
     // Every echoer was cancelled (and closed its socket), none finished on its own.
     try testing.expectEqual(@as(u32, 0), stats.finished.load(.acquire));
-    // The stream held across deinit fails its operations and still closes.
+    // The stream held across deinit fails its operations; its close does nothing.
     var buffer: [4]u8 = undefined;
     var read = kept.read(&buffer);
     try testing.expectError(error.RuntimeShutdown, ampere.blockOnThread(&read));
@@ -1002,4 +1002,283 @@ test "lost wake-up: data reported between a read's WouldBlock and its clear is n
     try testing.expect(result == .ready);
     try testing.expectEqual(@as(usize, 4), try result.ready);
     try testing.expectEqualStrings("late", buffer[0..4]);
+}
+
+// -- a socket closed while an operation is pending (issue 20, item 5) ---------------------------
+
+/// Reads once from `stream` (which nobody writes to) and reports what the read returned. Its
+/// `cancel` cancels the read but does not close the stream: the stream belongs to the test.
+const PendingReader = struct {
+    pub const Output = anyerror!usize;
+    stream: TcpStream,
+    buffer: [8]u8 = undefined,
+    reading: ?TcpStream.Read = null,
+
+    pub fn poll(self: *PendingReader, cx: *Context) Poll(Output) {
+        if (self.reading == null) self.reading = self.stream.read(&self.buffer);
+        switch (self.reading.?.poll(cx)) {
+            .pending => return .pending,
+            .ready => |result| {
+                self.reading = null;
+                return .{ .ready = result };
+            },
+        }
+    }
+
+    pub fn cancel(self: *PendingReader) void {
+        if (self.reading) |*r| r.cancel();
+        self.reading = null;
+    }
+};
+
+/// Occupies the only worker of a runtime until `release` is set (so that a task woken or
+/// aborted meanwhile waits in the queue, deterministically).
+const Occupier = struct {
+    pub const Output = void;
+    started: *std.atomic.Value(bool),
+    release: *std.atomic.Value(bool),
+
+    pub fn poll(self: *Occupier, cx: *Context) Poll(void) {
+        _ = cx;
+        self.started.store(true, .release);
+        while (!self.release.load(.acquire)) std.Thread.yield() catch {};
+        return .{ .ready = {} };
+    }
+};
+
+fn waitForWaiter(stream: TcpStream) !void {
+    var waited_ms: u32 = 0;
+    while (!stream.registration.io.hasWaiters()) : (waited_ms += 1) {
+        if (waited_ms > 5_000) return error.TestTimedOut;
+        std.Thread.sleep(std.time.ns_per_ms);
+    }
+}
+
+const CloseOrder = enum { abort_then_close, close_then_abort, close_only };
+
+/// A 1-worker runtime; a task blocked in a read on `server`; the worker occupied; then abort
+/// and close (or close alone) in `order` while the task waits in the queue; then the worker
+/// runs the task's cancel (or poll). `output`: what its JoinHandle reports.
+fn closeWhileReadPending(order: CloseOrder, output: *anyerror!usize) !void {
+    const rt = try newRuntime(1);
+    defer rt.deinit();
+    const listener = try TcpListener.bindIn(ioOf(rt), loopback4());
+    defer listener.close();
+    const client, const server = try connectedPair(rt, listener);
+    defer client.close();
+    const reader = try rt.spawn(PendingReader{ .stream = server });
+    try waitForWaiter(server);
+    var started = std.atomic.Value(bool).init(false);
+    var release = std.atomic.Value(bool).init(false);
+    var occupier = try rt.spawn(Occupier{ .started = &started, .release = &release });
+    occupier.detach();
+    while (!started.load(.acquire)) std.Thread.yield() catch {};
+    switch (order) {
+        .abort_then_close => {
+            reader.abort();
+            server.close();
+        },
+        .close_then_abort => {
+            server.close();
+            reader.abort();
+        },
+        .close_only => server.close(),
+    }
+    release.store(true, .release);
+    output.* = join(rt, anyerror!usize, reader);
+    // The server's descriptor is closed once the read let go of it: the client reads EOF.
+    var buffer: [4]u8 = undefined;
+    try testing.expectEqual(@as(usize, 0), try rt.blockOn(client.read(&buffer)));
+}
+
+test "abort of a task blocked in a read, then close of its stream before the cancel runs" {
+    var watchdog = Watchdog{ .what = "abort then close" };
+    try watchdog.start();
+    defer watchdog.stop();
+    var output: anyerror!usize = 0;
+    try closeWhileReadPending(.abort_then_close, &output);
+    try testing.expectError(error.Cancelled, output);
+}
+
+test "close of a stream with a read pending, then abort of the reading task before it runs" {
+    var watchdog = Watchdog{ .what = "close then abort" };
+    try watchdog.start();
+    defer watchdog.stop();
+    var output: anyerror!usize = 0;
+    try closeWhileReadPending(.close_then_abort, &output);
+    try testing.expectError(error.Cancelled, output);
+}
+
+test "close of a stream while another task's read is pending: the read ends with SocketClosed" {
+    var watchdog = Watchdog{ .what = "close with a read pending" };
+    try watchdog.start();
+    defer watchdog.stop();
+    var output: anyerror!usize = 0;
+    try closeWhileReadPending(.close_only, &output);
+    try testing.expectError(error.SocketClosed, output);
+}
+
+/// Accepts one connection and then reads from it forever; holds the stream. Its `cancel`
+/// cancels what is pending but does not close the stream: the socket is left to the runtime's
+/// shutdown. With `read` false it waits on a sleep instead, holding the stream with no
+/// operation pending.
+const Hoarder = struct {
+    pub const Output = anyerror!void;
+    listener: TcpListener,
+    held: *std.atomic.Value(u32),
+    read: bool,
+    accepting: ?TcpListener.Accept = null,
+    stream: ?TcpStream = null,
+    reading: ?TcpStream.Read = null,
+    sleeping: ?time.Sleep = null,
+    buffer: [8]u8 = undefined,
+
+    pub fn poll(self: *Hoarder, cx: *Context) Poll(Output) {
+        if (self.stream == null) {
+            if (self.accepting == null) self.accepting = self.listener.accept();
+            switch (self.accepting.?.poll(cx)) {
+                .pending => return .pending,
+                .ready => |result| {
+                    self.accepting = null;
+                    self.stream = result catch |err| return .{ .ready = err };
+                    if (self.read) self.reading = self.stream.?.read(&self.buffer) else self.sleeping = time.sleep(3600 * std.time.ns_per_s);
+                },
+            }
+        }
+        const pending = if (self.reading) |*r| r.poll(cx) == .pending else self.sleeping.?.poll(cx) == .pending;
+        _ = self.held.fetchAdd(1, .acq_rel);
+        if (pending) return .pending;
+        return .{ .ready = error.Unexpected }; // Nobody writes; nothing wakes the sleep.
+    }
+
+    pub fn cancel(self: *Hoarder) void {
+        if (self.accepting) |*a| a.cancel();
+        if (self.reading) |*r| r.cancel();
+        if (self.sleeping) |*s| s.cancel();
+        self.accepting = null;
+        self.reading = null;
+        self.sleeping = null;
+        // self.stream is not closed: the runtime's shutdown must not leak it.
+    }
+};
+
+test "a stream left open by a future cancelled at shutdown is closed and freed by deinit" {
+    var watchdog = Watchdog{ .what = "shutdown with streams left open" };
+    try watchdog.start();
+    defer watchdog.stop();
+    const before = try openFdCount();
+    var clients: [4]std.net.Stream = undefined;
+    {
+        const rt = try newRuntime(2);
+        defer rt.deinit();
+        var held = std.atomic.Value(u32).init(0);
+        for (&clients, 0..) |*client, i| {
+            const listener = try TcpListener.bindIn(ioOf(rt), loopback4());
+            defer listener.close();
+            var hoarder = try rt.spawn(Hoarder{ .listener = listener, .held = &held, .read = i % 2 == 0 });
+            hoarder.detach();
+            client.* = try std.net.tcpConnectToAddress(try listener.localAddress());
+            // A leaked server side would make the read below block: fail after 5 s instead.
+            const limit = posix.timeval{ .sec = 5, .usec = 0 };
+            try posix.setsockopt(client.handle, posix.SOL.SOCKET, posix.SO.RCVTIMEO, std.mem.asBytes(&limit));
+            var waited_ms: u32 = 0;
+            while (held.load(.acquire) < i + 1) : (waited_ms += 1) {
+                if (waited_ms > 5_000) return error.TestTimedOut;
+                std.Thread.sleep(std.time.ns_per_ms);
+            }
+        }
+    }
+    // deinit closed the server sides the cancelled futures left open: each client reads EOF.
+    for (&clients) |*client| {
+        var buffer: [4]u8 = undefined;
+        try testing.expectEqual(@as(usize, 0), try client.read(&buffer));
+        client.close();
+    }
+    try testing.expectEqual(before, try openFdCount());
+    // (testing.allocator reports any ScheduledIo that deinit did not free.)
+}
+
+test "a stream held across deinit fails with RuntimeShutdown, and its close spares the descriptor that reused its number" {
+    var watchdog = Watchdog{ .what = "stream held across deinit" };
+    try watchdog.start();
+    defer watchdog.stop();
+    const rt = try newRuntime(2);
+    const listener = try TcpListener.bindIn(ioOf(rt), loopback4());
+    const kept, const server = try connectedPair(rt, listener);
+    server.close();
+    listener.close();
+    const kept_fd = kept.registration.fd();
+    rt.deinit();
+    // deinit closed it: the lowest free numbers are handed out again, so opening descriptors
+    // until one gets `kept_fd` takes at most as many as deinit closed.
+    var opened: [64]posix.fd_t = undefined;
+    var count: usize = 0;
+    defer for (opened[0..count]) |fd| posix.close(fd);
+    while (count < opened.len) {
+        opened[count] = try posix.open("/dev/null", .{ .ACCMODE = .RDONLY, .CLOEXEC = true }, 0);
+        count += 1;
+        if (opened[count - 1] == kept_fd) break;
+    }
+    try testing.expectEqual(kept_fd, opened[count - 1]);
+    var buffer: [4]u8 = undefined;
+    var read = kept.read(&buffer);
+    try testing.expectError(error.RuntimeShutdown, ampere.blockOnThread(&read));
+    try testing.expectError(error.RuntimeShutdown, kept.setNodelay(true));
+    kept.close(); // Must not close the /dev/null descriptor that now has its number.
+    _ = try posix.fcntl(kept_fd, posix.F.GETFD, 0);
+}
+
+const CloseAt = struct {
+    stream: TcpStream,
+    go: *std.atomic.Value(bool),
+    delay_spins: u32,
+
+    fn run(self: *CloseAt) void {
+        while (!self.go.load(.acquire)) std.atomic.spinLoopHint();
+        for (0..self.delay_spins) |_| std.atomic.spinLoopHint();
+        self.stream.close();
+    }
+};
+
+test "abort and close of a task's stream race from two threads: the read ends one way or the other, nothing leaks" {
+    var watchdog = Watchdog{ .what = "abort racing close" };
+    try watchdog.start();
+    defer watchdog.stop();
+    const seed = ampere.testing.seed();
+    errdefer ampere.testing.reportSeed("abort racing close", seed);
+    var prng = std.Random.DefaultPrng.init(seed);
+    const before = try openFdCount();
+    {
+        const rt = try newRuntime(4);
+        defer rt.deinit();
+        const listener = try TcpListener.bindIn(ioOf(rt), loopback4());
+        defer listener.close();
+        var outcomes = [2]u32{ 0, 0 }; // Cancelled, SocketClosed
+        for (0..@as(usize, scaled(300, 30))) |_| {
+            const client, const server = try connectedPair(rt, listener);
+            defer client.close();
+            const reader = try rt.spawn(PendingReader{ .stream = server });
+            try waitForWaiter(server);
+            var go = std.atomic.Value(bool).init(false);
+            var closer = CloseAt{ .stream = server, .go = &go, .delay_spins = prng.random().uintLessThan(u32, 2000) };
+            const thread = try std.Thread.spawn(.{}, CloseAt.run, .{&closer});
+            const abort_spins = prng.random().uintLessThan(u32, 8000);
+            go.store(true, .release);
+            for (0..abort_spins) |_| std.atomic.spinLoopHint();
+            reader.abort();
+            thread.join();
+            if (join(rt, anyerror!usize, reader)) |_| {
+                return error.ReadCompleted;
+            } else |err| switch (err) {
+                error.Cancelled => outcomes[0] += 1,
+                error.SocketClosed => outcomes[1] += 1,
+                else => return err,
+            }
+            // Whichever came first, the descriptor is closed once the read let go of it.
+            var buffer: [4]u8 = undefined;
+            try testing.expectEqual(@as(usize, 0), try rt.blockOn(client.read(&buffer)));
+        }
+        try testing.expect(outcomes[0] + outcomes[1] > 0);
+    }
+    try testing.expectEqual(before, try openFdCount());
 }
