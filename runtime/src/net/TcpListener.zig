@@ -40,13 +40,14 @@ pub const Accept = Registration.Op(AcceptAttempt);
 
 /// Binds to `address` (port 0: any free port; see `localAddress`) on the runtime of the
 /// calling thread (a task, `blockOn` or blocking thread), with the default options.
+/// `error.NoRuntime` on any other thread.
 pub fn bind(address: std.net.Address) errors.BindError!TcpListener {
     return bindWithOptions(address, .{});
 }
 
 /// `bind` with `options` (the backlog).
 pub fn bindWithOptions(address: std.net.Address, options: BindOptions) errors.BindError!TcpListener {
-    const driver = context.io() orelse @panic("ampere.net.TcpListener.bind called outside a runtime");
+    const driver = context.io() orelse return error.NoRuntime;
     return bindIn(driver, address, options);
 }
 

@@ -475,6 +475,31 @@ test "200 concurrent connects fit in the listen queue before any accept: none wa
     try testing.expectEqual(@as(u32, storm_connects), (try acceptQueue(listener)).len);
 }
 
+// -- outside a runtime ---------------------------------------------------------------------------
+
+const OutsideResults = struct {
+    bind: ?net.BindError = null,
+    connect: ?net.ConnectError = null,
+
+    fn run(self: *OutsideResults, address: net.Address) void {
+        if (TcpListener.bind(loopback4())) |listener| listener.close() else |err| self.bind = err;
+        var connect = TcpStream.connect(address);
+        if (ampere.blockOnThread(&connect)) |stream| stream.close() else |err| self.connect = err;
+    }
+};
+
+test "bind and connect on a thread outside any runtime fail with NoRuntime instead of panicking" {
+    const rt = try newRuntime(1);
+    defer rt.deinit();
+    const listener = try TcpListener.bindIn(ioOf(rt), loopback4(), .{});
+    defer listener.close();
+    var results = OutsideResults{};
+    const thread = try std.Thread.spawn(.{}, OutsideResults.run, .{ &results, try listener.localAddress() });
+    thread.join();
+    try testing.expectEqual(@as(?net.BindError, error.NoRuntime), results.bind);
+    try testing.expectEqual(@as(?net.ConnectError, error.NoRuntime), results.connect);
+}
+
 /// Connects a client (`blockOn`) and accepts its server side; both have Nagle off.
 fn connectedPair(rt: *Runtime, listener: TcpListener) ![2]TcpStream {
     const address = try listener.localAddress();
