@@ -142,7 +142,18 @@ pub fn connectResult(fd: posix.fd_t) errors.ConnectError!void {
 const accept_attempts_max: u32 = 64;
 
 pub fn accept(fd: posix.fd_t) (errors.AcceptError || WouldBlock)!posix.fd_t {
-    return acceptWith(linux.accept4, fd);
+    return acceptWith(acceptOnce, fd);
+}
+
+/// One accept4(2): the new descriptor or the errno.
+const AcceptAttempt = union(enum) { accepted: posix.fd_t, failed: posix.E };
+
+fn acceptOnce(fd: posix.fd_t) AcceptAttempt {
+    const rc = posix.system.accept4(fd, null, null, linux.SOCK.NONBLOCK | linux.SOCK.CLOEXEC);
+    return switch (posix.errno(rc)) {
+        .SUCCESS => .{ .accepted = @intCast(rc) },
+        else => |err| .{ .failed = err },
+    };
 }
 
 /// Whether accept(2) reported a failure of the connection it was about to return rather than
@@ -155,17 +166,18 @@ fn acceptRetries(err: posix.E) bool {
 }
 
 /// `accept` with the system call as a parameter (the tests inject failures).
-fn acceptWith(comptime accept4: anytype, fd: posix.fd_t) (errors.AcceptError || WouldBlock)!posix.fd_t {
+fn acceptWith(comptime acceptOne: fn (posix.fd_t) AcceptAttempt, fd: posix.fd_t) (errors.AcceptError || WouldBlock)!posix.fd_t {
     var retried: ?posix.E = null;
     var attempt: u32 = 0;
     while (attempt < accept_attempts_max) : (attempt += 1) {
-        const rc = accept4(fd, null, null, linux.SOCK.NONBLOCK | linux.SOCK.CLOEXEC);
-        switch (posix.errno(rc)) {
-            .SUCCESS => return @intCast(rc),
-            .INTR => continue,
-            else => |err| {
-                if (!acceptRetries(err)) return acceptErrno(err);
-                retried = err;
+        switch (acceptOne(fd)) {
+            .accepted => |accepted| return accepted,
+            .failed => |err| switch (err) {
+                .INTR => continue,
+                else => {
+                    if (!acceptRetries(err)) return acceptErrno(err);
+                    retried = err;
+                },
             },
         }
     }
@@ -303,27 +315,26 @@ test "network errors map to named errors in connect, read and write, never Unexp
     try testing.expectEqual(@as(errors.WriteError || WouldBlock, error.BrokenPipe), sendErrno(.PIPE));
 }
 
-/// A scripted accept4: returns the next result of `script` per call (an errno as Linux
-/// returns it, or a descriptor).
+/// A scripted accept4(2): returns the next result of `script` per call.
 const ScriptedAccept = struct {
-    threadlocal var script: []const usize = &.{};
+    threadlocal var script: []const AcceptAttempt = &.{};
     threadlocal var calls: usize = 0;
 
-    fn failure(err: posix.E) usize {
-        return @bitCast(-@as(isize, @intFromEnum(err)));
+    fn failure(err: posix.E) AcceptAttempt {
+        return .{ .failed = err };
     }
 
-    fn accept4(fd: i32, addr: ?*posix.sockaddr, len: ?*posix.socklen_t, flags: u32) usize {
-        _ = .{ fd, addr, len, flags };
+    fn acceptOne(fd: posix.fd_t) AcceptAttempt {
+        _ = fd;
         std.debug.assert(calls < script.len);
         defer calls += 1;
         return script[calls];
     }
 
-    fn run(results: []const usize) (errors.AcceptError || WouldBlock)!posix.fd_t {
+    fn run(results: []const AcceptAttempt) (errors.AcceptError || WouldBlock)!posix.fd_t {
         script = results;
         calls = 0;
-        return acceptWith(accept4, -1);
+        return acceptWith(acceptOne, -1);
     }
 };
 
@@ -331,18 +342,18 @@ test "accept retries the failed connections accept(2) reports, and ECONNABORTED"
     const f = ScriptedAccept.failure;
     // Every error of the man page's list, an interruption and an aborted connection, then a
     // connection: accepted.
-    const retried = [_]usize{
-        f(.NETDOWN), f(.PROTO),      f(.NOPROTOOPT), f(.HOSTDOWN), f(.NONET), f(.HOSTUNREACH),
-        f(.OPNOTSUPP), f(.NETUNREACH), f(.CONNABORTED), f(.INTR),  7,
+    const retried = [_]AcceptAttempt{
+        f(.NETDOWN),   f(.PROTO),      f(.NOPROTOOPT),  f(.HOSTDOWN), f(.NONET), f(.HOSTUNREACH),
+        f(.OPNOTSUPP), f(.NETUNREACH), f(.CONNABORTED), f(.INTR),     .{ .accepted = 7 },
     };
     try testing.expectEqual(@as(posix.fd_t, 7), try ScriptedAccept.run(&retried));
     try testing.expectEqual(retried.len, ScriptedAccept.calls);
     // Errors of the listener are not retried.
     try testing.expectError(error.WouldBlock, ScriptedAccept.run(&.{f(.AGAIN)}));
-    try testing.expectError(error.ProcessFdQuotaExceeded, ScriptedAccept.run(&.{ f(.MFILE), 7 }));
+    try testing.expectError(error.ProcessFdQuotaExceeded, ScriptedAccept.run(&.{ f(.MFILE), .{ .accepted = 7 } }));
     try testing.expectEqual(@as(usize, 1), ScriptedAccept.calls);
     // Failed connections that keep coming: the last is reported by name after the bound.
-    var endless: [accept_attempts_max]usize = @splat(f(.CONNABORTED));
+    var endless: [accept_attempts_max]AcceptAttempt = @splat(f(.CONNABORTED));
     endless[endless.len - 1] = f(.HOSTUNREACH);
     try testing.expectError(error.HostUnreachable, ScriptedAccept.run(&endless));
     try testing.expectEqual(@as(usize, accept_attempts_max), ScriptedAccept.calls);
