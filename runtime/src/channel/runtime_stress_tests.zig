@@ -871,7 +871,7 @@ fn busyIteration(rt: *Runtime, shared: *BusyShared) !u64 {
     return timer.read();
 }
 
-test "runtime stress: broadcast receivers sleep while senders write (4 senders, 4 workers, 2 CPUs)" {
+test "runtime stress: broadcast receivers sleep while senders write (4 senders, 4 workers)" {
     const rt = try Runtime.init(testing.allocator, .{ .workers = workers });
     defer rt.deinit();
     var shared = BusyShared{ .sends_per_sender = test_support.scaled(25_000, 50) };
