@@ -129,7 +129,7 @@ test "liveness: a pending accept is served while the driver owner runs a long po
     const trials = 6;
     var late_worst_ns: u64 = 0;
     for (0..trials) |_| {
-        const listener = try net.TcpListener.bindIn(&rt.scheduler.shared.io, net.Address.initIp4(.{ 127, 0, 0, 1 }, 0));
+        const listener = try net.TcpListener.bindIn(&rt.scheduler.shared.io, net.Address.initIp4(.{ 127, 0, 0, 1 }, 0), .{});
         defer listener.close();
         const address = try listener.localAddress();
         const acceptor = try rt.spawn(AcceptOnce{ .listener = listener });

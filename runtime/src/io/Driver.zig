@@ -40,7 +40,8 @@
 //!
 //! `shutdown` (Runtime.deinit, after the workers stopped): new registrations fail with
 //! `RuntimeShutdown`, and every registered `ScheduledIo` is marked shut down and its waiters
-//! woken, so that an operation still waiting (on a `blockOn` or blocking-pool thread) ends with
+//! woken — in one pass, one lock hold per descriptor, waking outside the driver's lock — so
+//! that an operation still waiting (on a `blockOn` or blocking-pool thread) ends with
 //! `RuntimeShutdown`. Tasks waiting on I/O are cancelled by the scheduler afterwards, and their
 //! futures close what they own — or should: a future whose `cancel` leaves its socket open
 //! would leak it. So `deinit` (after every runtime thread stopped) closes what is still
@@ -330,7 +331,13 @@ pub fn wakeup(self: *Driver) void {
 /// Runtime shutdown: no new registrations; every waiter now and later ends with
 /// `RuntimeShutdown` (see the module comment).
 pub fn shutdown(self: *Driver) void {
-    {
+    _ = self.shutdownCounted();
+}
+
+/// `shutdown`, returning how many registrations its wake pass visited: one per descriptor
+/// registered when it began (the tests check that the pass is linear).
+fn shutdownCounted(self: *Driver) u32 {
+    const registered = blk: {
         self.lock.lock();
         defer self.lock.unlock();
         self.is_shut_down = true;
@@ -338,23 +345,31 @@ pub fn shutdown(self: *Driver) void {
         while (cursor) |node| : (cursor = node.next) {
             fromLink(node).markShutdown();
         }
+        break :blk self.registered_count.load(.monotonic);
+    };
+    // Wake outside the driver's lock, one descriptor per step: each step moves the first
+    // registration to the back of the list and wakes its waiters (marked already, none can
+    // link themselves any more). No turn runs (the workers stopped), so no `ScheduledIo` is
+    // freed meanwhile; one closed meanwhile has left the list (to `pending_release`), and the
+    // pass then revisits a few it woke, which is harmless. No registration is added (shut
+    // down), so `registered` steps reach every descriptor: linear, where walking the list
+    // from its head again after each wake-up was quadratic.
+    var visited: u32 = 0;
+    while (visited < registered) : (visited += 1) {
+        const io = self.rotateFirst() orelse break;
+        io.wake(Ready.all);
     }
-    // Wake outside the driver's lock. No turn runs any more (the workers stopped), so no
-    // `ScheduledIo` is freed meanwhile; one closed meanwhile moves to `pending_release`, so
-    // walk again from the head after every descriptor whose waiters were woken.
-    while (self.nextWithWaiters()) |io| io.shutdown();
+    return visited;
 }
 
-/// A registered descriptor that still has waiters (shutdown's wake pass).
-fn nextWithWaiters(self: *Driver) ?*ScheduledIo {
+/// Moves the first registration to the back of the list and returns it (shutdown's pass).
+fn rotateFirst(self: *Driver) ?*ScheduledIo {
     self.lock.lock();
     defer self.lock.unlock();
-    var cursor = self.registrations.first();
-    while (cursor) |node| : (cursor = node.next) {
-        const io = fromLink(node);
-        if (io.hasWaiters()) return io;
-    }
-    return null;
+    assert(self.is_shut_down);
+    const node = self.registrations.popFront() orelse return null;
+    self.registrations.pushBack(node);
+    return fromLink(node);
 }
 
 // -- tests ----------------------------------------------------------------------------------
@@ -506,4 +521,36 @@ test "the table of live drivers: a key is live from init to deinit and never aga
     defer third.deinit();
     try testing.expect(!isLive(first_key));
     second.deinit();
+}
+
+test "shutdown wakes every waiter in one linear pass over the registrations" {
+    var driver: Driver = undefined;
+    try driver.init(testing.allocator);
+    defer driver.deinit();
+    const count = 64;
+    var ios: [count]*ScheduledIo = undefined;
+    var peers: [count]posix.fd_t = undefined;
+    var waiters: [count]ScheduledIo.Waiter = undefined;
+    var counter = Waker.Counting{};
+    const w = counter.waker();
+    defer w.drop();
+    var cx = future.Context.init(&w);
+    for (&ios, &peers, &waiters) |*io, *peer, *waiter| {
+        const fds = try socketPair();
+        io.* = try driver.register(fds[0], Ready.empty);
+        peer.* = fds[1];
+        waiter.* = ScheduledIo.Waiter.init(Ready.read_interest);
+        try testing.expect(io.*.pollReady(waiter, &cx) == null);
+    }
+    defer for (ios, peers) |io, peer| {
+        closeRegistered(&driver, io);
+        posix.close(peer);
+    };
+    // Walking from the head again after each descriptor with waiters visited 64·65/2 = 2,080.
+    try testing.expectEqual(@as(u32, count), driver.shutdownCounted());
+    try testing.expectEqual(@as(u32, count), counter.wakeCount());
+    for (ios, &waiters) |io, *waiter| {
+        try testing.expect(io.pollReady(waiter, &cx).?.is_shutdown);
+        io.releaseWaiter(waiter); // The operation is over: its reference goes (ScheduledIo.zig).
+    }
 }

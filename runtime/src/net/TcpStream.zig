@@ -35,7 +35,8 @@ registration: Registration,
 pub const Read = Registration.Op(ReadAttempt);
 pub const Write = Registration.Op(WriteAttempt);
 
-/// Connects to `address` (IPv4 or IPv6) on the runtime of the thread that polls the future.
+/// Connects to `address` (IPv4 or IPv6) on the runtime of the thread that polls the future
+/// (`error.NoRuntime` when that thread belongs to none).
 pub fn connect(address: std.net.Address) Connect {
     return .{ .address = address };
 }
@@ -159,7 +160,7 @@ pub const Connect = struct {
     pub fn poll(self: *Connect, cx: *future.Context) future.Poll(Output) {
         assert(!self.finished);
         if (self.registration == null) {
-            const driver = context.io() orelse @panic("ampere.net.TcpStream.connect polled outside a runtime");
+            const driver = context.io() orelse return self.finish(error.NoRuntime);
             switch (self.start(driver)) {
                 .done => |result| return self.finish(result),
                 .in_progress => {},

@@ -318,7 +318,7 @@ const Client = struct {
 
 /// Runs `count` clients of `size` bytes × `rounds` against a fresh echo server on `address`.
 fn echoMany(rt: *Runtime, address: net.Address, count: u32, size: usize, rounds: u32) !void {
-    const listener = try TcpListener.bindIn(ioOf(rt), address);
+    const listener = try TcpListener.bindIn(ioOf(rt), address, .{});
     const bound = try listener.localAddress();
     var stats = ServerStats{};
     const server = try rt.spawn(Server{ .listener = listener, .expected = count, .stats = &stats });
@@ -362,7 +362,7 @@ test "echo over IPv6 loopback" {
     defer watchdog.stop();
     const rt = try newRuntime(4);
     defer rt.deinit();
-    const listener = TcpListener.bindIn(ioOf(rt), loopback6()) catch |err| switch (err) {
+    const listener = TcpListener.bindIn(ioOf(rt), loopback6(), .{}) catch |err| switch (err) {
         error.AddressNotAvailable, error.AddressFamilyNotSupported => return error.SkipZigTest, // No IPv6 here.
         else => return err,
     };
@@ -374,10 +374,130 @@ test "connecting where nobody listens fails with ConnectionRefused" {
     const rt = try newRuntime(4);
     defer rt.deinit();
     // Bind a port, then close it: now nobody listens there.
-    const listener = try TcpListener.bindIn(ioOf(rt), loopback4());
+    const listener = try TcpListener.bindIn(ioOf(rt), loopback4(), .{});
     const address = try listener.localAddress();
     listener.close();
     try testing.expectError(error.ConnectionRefused, rt.blockOn(TcpStream.connect(address)));
+}
+
+// -- listen backlog -----------------------------------------------------------------------------
+
+/// The head of Linux's `struct tcp_info`. For a listening socket `unacked` is the length of
+/// the accept queue and `sacked` its limit (the backlog, capped at `net.core.somaxconn`).
+const TcpInfoHead = extern struct {
+    state: u8,
+    ca_state: u8,
+    retransmits: u8,
+    probes: u8,
+    backoff: u8,
+    options: u8,
+    wscale: u8,
+    flags: u8,
+    rto: u32,
+    ato: u32,
+    snd_mss: u32,
+    rcv_mss: u32,
+    unacked: u32,
+    sacked: u32,
+};
+
+const AcceptQueue = struct { len: u32, limit: u32 };
+
+fn acceptQueue(listener: TcpListener) !AcceptQueue {
+    var info: TcpInfoHead = undefined;
+    var len: posix.socklen_t = @sizeOf(TcpInfoHead);
+    const rc = linux.getsockopt(listener.registration.fd(), linux.IPPROTO.TCP, linux.TCP.INFO, std.mem.asBytes(&info), &len);
+    if (posix.errno(rc) != .SUCCESS or len < @sizeOf(TcpInfoHead)) return error.TcpInfoFailed;
+    return .{ .len = info.unacked, .limit = info.sacked };
+}
+
+fn somaxconn() !u32 {
+    var buffer: [32]u8 = undefined;
+    const text = try std.fs.cwd().readFile("/proc/sys/net/core/somaxconn", &buffer);
+    return std.fmt.parseInt(u32, std.mem.trim(u8, text, " \n"), 10);
+}
+
+test "the listen backlog is 1,024 by default and chosen by bindWithOptions" {
+    const rt = try newRuntime(1);
+    defer rt.deinit();
+    const cap = try somaxconn();
+    const default = try TcpListener.bindIn(ioOf(rt), loopback4(), .{});
+    defer default.close();
+    try testing.expectEqual(@as(u31, 1024), TcpListener.default_backlog);
+    try testing.expectEqual(@min(TcpListener.default_backlog, cap), (try acceptQueue(default)).limit);
+    const small = try TcpListener.bindIn(ioOf(rt), loopback4(), .{ .backlog = 16 });
+    defer small.close();
+    try testing.expectEqual(@as(u32, 16), (try acceptQueue(small)).limit);
+}
+
+/// Starts a non-blocking connect to `address`; the caller closes the descriptor.
+fn startConnect(address: net.Address) !posix.fd_t {
+    const fd = try posix.socket(posix.AF.INET, posix.SOCK.STREAM | posix.SOCK.NONBLOCK | posix.SOCK.CLOEXEC, 0);
+    errdefer posix.close(fd);
+    posix.connect(fd, &address.any, address.getOsSockLen()) catch |err| switch (err) {
+        error.WouldBlock => {}, // EINPROGRESS
+        else => return err,
+    };
+    return fd;
+}
+
+/// Waits until the connects of `fds` finished (each writable), for at most `limit_ms` in all;
+/// returns how many of them, in order, finished in time (they all run at once in the kernel).
+fn awaitConnects(fds: []const posix.fd_t, limit_ms: u64) !usize {
+    var timer = try std.time.Timer.start();
+    for (fds, 0..) |fd, finished| {
+        const waited_ms = timer.read() / std.time.ns_per_ms;
+        if (waited_ms >= limit_ms) return finished;
+        var poll_fd = [1]posix.pollfd{.{ .fd = fd, .events = posix.POLL.OUT, .revents = 0 }};
+        if (try posix.poll(&poll_fd, @intCast(limit_ms - waited_ms)) == 0) return finished;
+    }
+    return fds.len;
+}
+
+const storm_connects = 200;
+
+test "200 concurrent connects fit in the listen queue before any accept: none waits for a SYN retry" {
+    const rt = try newRuntime(1);
+    defer rt.deinit();
+    if (try somaxconn() < storm_connects) return error.SkipZigTest;
+    const listener = try TcpListener.bindIn(ioOf(rt), loopback4(), .{});
+    defer listener.close();
+    const address = try listener.localAddress();
+    var fds: [storm_connects]posix.fd_t = undefined;
+    var opened: usize = 0;
+    defer for (fds[0..opened]) |fd| posix.close(fd);
+    while (opened < fds.len) : (opened += 1) fds[opened] = try startConnect(address);
+    // Nobody accepts. With a backlog of 128 the kernel dropped the SYNs past the queue's
+    // limit and those clients waited for their SYN retry (1 s) and, queue still full, the
+    // next; with 1,024 every handshake completes at once (milliseconds on loopback).
+    try testing.expectEqual(@as(usize, storm_connects), try awaitConnects(&fds, 700));
+    for (fds) |fd| try posix.getsockoptError(fd);
+    try testing.expectEqual(@as(u32, storm_connects), (try acceptQueue(listener)).len);
+}
+
+// -- outside a runtime ---------------------------------------------------------------------------
+
+const OutsideResults = struct {
+    bind: ?net.BindError = null,
+    connect: ?net.ConnectError = null,
+
+    fn run(self: *OutsideResults, address: net.Address) void {
+        if (TcpListener.bind(loopback4())) |listener| listener.close() else |err| self.bind = err;
+        var connect = TcpStream.connect(address);
+        if (ampere.blockOnThread(&connect)) |stream| stream.close() else |err| self.connect = err;
+    }
+};
+
+test "bind and connect on a thread outside any runtime fail with NoRuntime instead of panicking" {
+    const rt = try newRuntime(1);
+    defer rt.deinit();
+    const listener = try TcpListener.bindIn(ioOf(rt), loopback4(), .{});
+    defer listener.close();
+    var results = OutsideResults{};
+    const thread = try std.Thread.spawn(.{}, OutsideResults.run, .{ &results, try listener.localAddress() });
+    thread.join();
+    try testing.expectEqual(@as(?net.BindError, error.NoRuntime), results.bind);
+    try testing.expectEqual(@as(?net.ConnectError, error.NoRuntime), results.connect);
 }
 
 /// Connects a client (`blockOn`) and accepts its server side; both have Nagle off.
@@ -397,7 +517,7 @@ test "a new connection is not reported closed: its first read waits instead of s
     defer watchdog.stop();
     const rt = try Runtime.init(testing.allocator, .{ .workers = 4, .spin_before_park_ns = 0 });
     defer rt.deinit();
-    const listener = try TcpListener.bindIn(ioOf(rt), loopback4());
+    const listener = try TcpListener.bindIn(ioOf(rt), loopback4(), .{});
     defer listener.close();
     const closed = ampere.io.Ready.closed;
     var buffer: [8]u8 = undefined;
@@ -426,7 +546,7 @@ test "half-close: the peer reads end of stream and still writes back" {
     defer watchdog.stop();
     const rt = try newRuntime(4);
     defer rt.deinit();
-    const listener = try TcpListener.bindIn(ioOf(rt), loopback4());
+    const listener = try TcpListener.bindIn(ioOf(rt), loopback4(), .{});
     defer listener.close();
     const pair = try connectedPair(rt, listener);
     const client, const server = pair;
@@ -460,7 +580,7 @@ test "peer reset: a read fails with ConnectionReset, a later write with BrokenPi
     defer watchdog.stop();
     const rt = try newRuntime(4);
     defer rt.deinit();
-    const listener = try TcpListener.bindIn(ioOf(rt), loopback4());
+    const listener = try TcpListener.bindIn(ioOf(rt), loopback4(), .{});
     defer listener.close();
     const client, const server = try connectedPair(rt, listener);
     defer client.close();
@@ -527,7 +647,7 @@ test "partial writes of a large buffer: write returns a short count, writeAll se
     defer watchdog.stop();
     const rt = try newRuntime(4);
     defer rt.deinit();
-    const listener = try TcpListener.bindIn(ioOf(rt), loopback4());
+    const listener = try TcpListener.bindIn(ioOf(rt), loopback4(), .{});
     defer listener.close();
     const client, const server = try connectedPair(rt, listener);
     defer server.close();
@@ -554,7 +674,7 @@ test "a pending read cancelled (before and after its wake-up), then the socket r
     defer watchdog.stop();
     const rt = try newRuntime(4);
     defer rt.deinit();
-    const listener = try TcpListener.bindIn(ioOf(rt), loopback4());
+    const listener = try TcpListener.bindIn(ioOf(rt), loopback4(), .{});
     defer listener.close();
     const client, const server = try connectedPair(rt, listener);
     defer client.close();
@@ -633,7 +753,7 @@ test "accept under a connection storm: four acceptors, every connection accepted
     defer rt.deinit();
     const per_acceptor: u32 = @intCast(scaled(250, 10));
     const total = 4 * per_acceptor;
-    const listener = try TcpListener.bindIn(ioOf(rt), loopback4());
+    const listener = try TcpListener.bindIn(ioOf(rt), loopback4(), .{});
     defer listener.close();
     const address = try listener.localAddress();
     var stats = ServerStats{};
@@ -664,12 +784,12 @@ test "no descriptor is leaked: /proc/self/fd is the same before the runtime and 
         defer rt.deinit();
         try testing.expect(try openFdCount() > before); // epoll + eventfd are open now
         try echoMany(rt, loopback4(), @intCast(scaled(100, 5)), 100, 2);
-        const listener = try TcpListener.bindIn(ioOf(rt), loopback4());
+        const listener = try TcpListener.bindIn(ioOf(rt), loopback4(), .{});
         const address = try listener.localAddress();
         listener.close();
         try testing.expectError(error.ConnectionRefused, rt.blockOn(TcpStream.connect(address)));
         // A connect cancelled while in progress closes its socket too.
-        const busy = try TcpListener.bindIn(ioOf(rt), loopback4());
+        const busy = try TcpListener.bindIn(ioOf(rt), loopback4(), .{});
         defer busy.close();
         var connect = TcpStream.connect(try busy.localAddress());
         var counter = Waker.Counting{};
@@ -747,7 +867,7 @@ test "runtime shutdown with connections open: waits end, tasks are cancelled, no
     var stats = ServerStats{};
     var blocking_started = std.atomic.Value(bool).init(false);
     const rt = try newRuntime(4);
-    const listener = try TcpListener.bindIn(ioOf(rt), loopback4());
+    const listener = try TcpListener.bindIn(ioOf(rt), loopback4(), .{});
     const address = try listener.localAddress();
     // Accepts one more than the idlers: the connection of the blocking function below.
     var server = try rt.spawn(Server{ .listener = listener, .expected = connections + 2, .stats = &stats });
@@ -852,7 +972,7 @@ test "a socket wakes its task with no manual registration, on a runtime that is 
     const rt = try Runtime.init(testing.allocator, .{ .workers = 4, .spin_before_park_ns = 0 });
     defer rt.deinit();
     for (0..@as(usize, scaled(20, 4))) |round| {
-        const listener = try TcpListener.bindIn(ioOf(rt), loopback4());
+        const listener = try TcpListener.bindIn(ioOf(rt), loopback4(), .{});
         defer listener.close();
         const server = try rt.spawn(OneByteEcho{ .listener = listener });
         // Every worker parks: one in epoll_wait (no timers: no timeout), three on their futex.
@@ -907,7 +1027,7 @@ test "I/O is not starved while every worker is busy (busy workers turn the drive
     defer watchdog.stop();
     const rt = try newRuntime(1);
     defer rt.deinit();
-    const listener = try TcpListener.bindIn(ioOf(rt), loopback4());
+    const listener = try TcpListener.bindIn(ioOf(rt), loopback4(), .{});
     defer listener.close();
     var done = std.atomic.Value(bool).init(false);
     const echo = try rt.spawn(EchoThenSignal{ .echo = .{ .listener = listener }, .done = &done });
@@ -1062,7 +1182,7 @@ const CloseOrder = enum { abort_then_close, close_then_abort, close_only };
 fn closeWhileReadPending(order: CloseOrder, output: *anyerror!usize) !void {
     const rt = try newRuntime(1);
     defer rt.deinit();
-    const listener = try TcpListener.bindIn(ioOf(rt), loopback4());
+    const listener = try TcpListener.bindIn(ioOf(rt), loopback4(), .{});
     defer listener.close();
     const client, const server = try connectedPair(rt, listener);
     defer client.close();
@@ -1173,7 +1293,7 @@ test "a stream left open by a future cancelled at shutdown is closed and freed b
         defer rt.deinit();
         var held = std.atomic.Value(u32).init(0);
         for (&clients, 0..) |*client, i| {
-            const listener = try TcpListener.bindIn(ioOf(rt), loopback4());
+            const listener = try TcpListener.bindIn(ioOf(rt), loopback4(), .{});
             defer listener.close();
             var hoarder = try rt.spawn(Hoarder{ .listener = listener, .held = &held, .read = i % 2 == 0 });
             hoarder.detach();
@@ -1203,7 +1323,7 @@ test "a stream held across deinit fails with RuntimeShutdown, and its close spar
     try watchdog.start();
     defer watchdog.stop();
     const rt = try newRuntime(2);
-    const listener = try TcpListener.bindIn(ioOf(rt), loopback4());
+    const listener = try TcpListener.bindIn(ioOf(rt), loopback4(), .{});
     const kept, const server = try connectedPair(rt, listener);
     server.close();
     listener.close();
@@ -1251,7 +1371,7 @@ test "abort and close of a task's stream race from two threads: the read ends on
     {
         const rt = try newRuntime(4);
         defer rt.deinit();
-        const listener = try TcpListener.bindIn(ioOf(rt), loopback4());
+        const listener = try TcpListener.bindIn(ioOf(rt), loopback4(), .{});
         defer listener.close();
         var outcomes = [2]u32{ 0, 0 }; // Cancelled, SocketClosed
         for (0..@as(usize, scaled(300, 30))) |_| {
