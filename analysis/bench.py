@@ -146,6 +146,7 @@ class BenchOptions:
     data_dir: str | None = None
     runtimes: tuple[str, ...] | None = None
     binaries: dict[str, Path] = field(default_factory=dict)
+    variant_binaries: dict[str, Path] = field(default_factory=dict)
     build: bool = False
     warmup: bool = True
     root: Path = REPO_ROOT
@@ -174,6 +175,20 @@ class BenchOptions:
 
     def binary(self, base: str) -> Path:
         return Path(self.binaries.get(base) or self.root / BINARIES[base])
+
+    def binary_for(self, variant: str) -> Path:
+        """The program that runs `variant`: its own (`--binary VARIANT=PATH`, an A/B of two
+        builds) or its base runtime's."""
+        own = self.variant_binaries.get(variant)
+        return Path(own) if own else self.binary(schema.base_runtime(variant))
+
+    def distinct_binaries(self) -> dict[str, Path]:
+        """Every program this run uses, by the name it is recorded under: the base runtimes'
+        and the variants' own."""
+        out = {base: self.binary(base) for base in self.base_runtimes
+               if any(v not in self.variant_binaries and schema.base_runtime(v) == base for v in self.variant_names)}
+        out.update({v: Path(p) for v, p in self.variant_binaries.items() if v in self.variant_names})
+        return out
 
 
 def default_workers(profile: str, logical_cores: int) -> tuple[int, ...]:
@@ -206,6 +221,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--no-warmup", action="store_true", help="skip the discarded warm-up invocations")
     p.add_argument("--ampere-bin", default=None, help=f"default {BINARIES['ampere']}")
     p.add_argument("--tokio-bin", default=None, help=f"default {BINARIES['tokio']}")
+    p.add_argument("--binary", action="append", default=[], metavar="VARIANT=PATH",
+                   help="run VARIANT from the program at PATH instead of its runtime's (repeatable; "
+                        "an A/B of two builds: --runtimes ampere,ampere.ab --binary ampere.ab=OLD)")
     p.add_argument("--build", action="store_true", help="build the programs first (python -m analysis build)")
     p.add_argument("--compare", action="store_true", help="print the compare table of the new run")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
@@ -232,6 +250,24 @@ def parse_runtimes(text: str, known: dict[str, Variant]) -> tuple[str, ...]:
     return names
 
 
+def parse_variant_binaries(items: list[str], known: dict[str, Variant]) -> dict[str, Path]:
+    """`--binary VARIANT=PATH` options: each a known variant, once, with an executable PATH."""
+    out: dict[str, Path] = {}
+    for item in items:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise AnalysisError(f"--binary {item!r}: expected VARIANT=PATH")
+        if name not in known:
+            raise AnalysisError(f"--binary {item!r}: unknown variant {name!r}; variants of {VARIANTS_FILE}: "
+                                f"{', '.join(known)}")
+        if name in out:
+            raise AnalysisError(f"--binary {item!r}: variant {name!r} given twice")
+        if not os.access(path, os.X_OK) or not Path(path).is_file():
+            raise AnalysisError(f"--binary {item!r}: {path} is not an executable file")
+        out[name] = Path(path)
+    return out
+
+
 def options_from_args(args: argparse.Namespace) -> BenchOptions:
     variants = load_variants(REPO_ROOT)
     runtimes = parse_runtimes(args.runtimes, variants) if args.runtimes is not None else None
@@ -245,11 +281,15 @@ def options_from_args(args: argparse.Namespace) -> BenchOptions:
                            data_dir=args.data_dir, runtimes=runtimes,
                            workers=parse_workers(args.workers) if args.workers is not None else None,
                            binaries={rt: Path(p) for rt, p in given.items() if p}, build=args.build,
+                           variant_binaries=parse_variant_binaries(args.binary, variants),
                            warmup=not args.no_warmup,
                            command_line=[sys.executable, "-m", "analysis", *sys.argv[1:]])
     missing = [v for v in options.variant_names if v not in variants]
     if missing:
         raise AnalysisError(f"default variant {missing[0]!r} is not in {VARIANTS_FILE}; name the variants with --runtimes")
+    unused = [v for v in options.variant_binaries if v not in options.variant_names]
+    if unused:
+        raise AnalysisError(f"--binary {unused[0]}=...: variant {unused[0]!r} is not among the runtimes of this run")
     return options
 
 
@@ -585,8 +625,7 @@ def _check_sweep(inv: Invocation, rows: Any, workers: tuple[int, ...]) -> None:
 
 def bench_command(options: BenchOptions, variant: str, index: int, csv: Path, meta: Path,
                   metrics: Path | None = None) -> list[str]:
-    base = schema.base_runtime(variant)
-    cmd = [str(options.binary(base)), "--variant", variant, "--suite", options.suite]
+    cmd = [str(options.binary_for(variant)), "--variant", variant, "--suite", options.suite]
     if options.quick:
         cmd.append("--quick")
     for item in options.filters:
@@ -608,10 +647,10 @@ def _invocation(options: BenchOptions, folder: Path, variant: str, index: int, w
                       logs / f"{stem}.stdout.txt", logs / f"{stem}.stderr.txt", warmup=warmup, metrics=counts)
 
 
-def plan(options: BenchOptions, folder: Path, metrics_bases: tuple[str, ...] = ()) -> list[Invocation]:
-    """The measured invocations: for K in 0..n-1, every variant in order; the variants of the
-    base runtimes in `metrics_bases` record runtime metrics."""
-    return [_invocation(options, folder, v, k, warmup=False, metrics=schema.base_runtime(v) in metrics_bases)
+def plan(options: BenchOptions, folder: Path, metrics_variants: tuple[str, ...] = ()) -> list[Invocation]:
+    """The measured invocations: for K in 0..n-1, every variant in order; the variants in
+    `metrics_variants` (their program takes --metrics) record runtime metrics."""
+    return [_invocation(options, folder, v, k, warmup=False, metrics=v in metrics_variants)
             for k in range(options.invocation_count) for v in options.variant_names]
 
 
@@ -669,10 +708,9 @@ def metrics_files(folder: Path, variants: tuple[str, ...]) -> dict[str, str | No
 def constants_warnings(options: BenchOptions) -> list[str]:
     path = options.root / CONSTANTS_FILE
     out = []
-    for base in options.base_runtimes:
-        binary = options.binary(base)
+    for name, binary in options.distinct_binaries().items():
         if binary.is_file() and path.is_file() and path.stat().st_mtime > binary.stat().st_mtime:
-            out.append(f"{path.name} is newer than {binary}: the {base} binary may embed older constants "
+            out.append(f"{path.name} is newer than {binary}: the {name} binary may embed older constants "
                        "(rebuild with --build)")
     if options.profile == "full" and options.invocation_count < MIN_PUBLISHED_INVOCATIONS:
         out.append(f"{options.invocation_count} invocations per variant: fewer than {MIN_PUBLISHED_INVOCATIONS}, "
@@ -717,8 +755,8 @@ def run_bench(options: BenchOptions) -> Path:
     state = _Run(run_id, folder, started)
     print(f"run {run_id}: {folder}", flush=True)
     clock = time.monotonic()
-    metrics_bases = tuple(b for b in options.base_runtimes if supports_metrics(options.binary(b)))
-    warmups, invocations = plan_warmup(options, folder), plan(options, folder, metrics_bases)
+    metrics_variants = tuple(v for v in options.variant_names if supports_metrics(options.binary_for(v)))
+    warmups, invocations = plan_warmup(options, folder), plan(options, folder, metrics_variants)
     with child.interrupts_raise():
         try:
             _execute(options, state, warmups, invocations)
@@ -747,8 +785,8 @@ def run_bench(options: BenchOptions) -> Path:
 
 
 def _execute(options: BenchOptions, state: _Run, warmups: list[Invocation], invocations: list[Invocation]) -> None:
-    missing = [f"{base}: {options.binary(base)}" for base in options.base_runtimes
-               if not os.access(options.binary(base), os.X_OK)]
+    missing = [f"{name}: {binary}" for name, binary in options.distinct_binaries().items()
+               if not os.access(binary, os.X_OK)]
     if missing:
         raise StepFailed("check binaries", f"missing or not executable: {'; '.join(missing)} "
                          "(build them with --build or python -m analysis build)")
@@ -812,8 +850,8 @@ def run_info(options: BenchOptions, state: _Run, variants: dict[str, Variant], c
                              for inv in invocations],
         "command_line": options.command_line,
         "bench_commands": {inv.runtime: inv.command for inv in invocations if inv.index == 0},
-        "binaries": {base: {"path": str(options.binary(base)), "sha256": sha256_of(options.binary(base))}
-                     for base in options.base_runtimes},
+        "binaries": {name: {"path": str(binary), "sha256": sha256_of(binary)}
+                     for name, binary in options.distinct_binaries().items()},
         "git": git_state(options.root), "hostname": socket.gethostname(), "timeout_s": options.timeout_s,
         "started_utc": iso(state.started), "ended_utc": iso(utc_now()), "warnings": warnings,
     }

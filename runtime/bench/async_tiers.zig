@@ -405,8 +405,7 @@ const Locker = struct {
             }
             switch (self.locking.?.poll(cx)) {
                 .pending => return .pending,
-                .ready => |held| {
-                    var guard = held;
+                .ready => |guard| {
                     self.locking = null;
                     self.shared.counter += 1;
                     guard.unlock();
@@ -509,8 +508,7 @@ const RwTask = struct {
             switch (self.acquiring.?) {
                 .write => |*acquisition| switch (acquisition.poll(cx)) {
                     .pending => return .pending,
-                    .ready => |held| {
-                        var guard = held;
+                    .ready => |guard| {
                         self.acquiring = null;
                         self.done += 1;
                         self.shared.value += 1;
@@ -519,8 +517,7 @@ const RwTask = struct {
                 },
                 .read => |*acquisition| switch (acquisition.poll(cx)) {
                     .pending => return .pending,
-                    .ready => |held| {
-                        var guard = held;
+                    .ready => |guard| {
                         self.acquiring = null;
                         self.done += 1;
                         const value = self.shared.value;

@@ -105,8 +105,7 @@ pub fn mutex(ctx: *Ctx) Error!void {
         var i: u64 = 0;
         while (i < ops) : (i += 1) {
             const l = blackBox(&lock);
-            if (l.tryLock()) |held| {
-                var guard = held;
+            if (l.tryLock()) |guard| {
                 acquired += 1;
                 guard.unlock();
             }
@@ -129,8 +128,7 @@ pub fn rwlockRead(ctx: *Ctx) Error!void {
         var i: u64 = 0;
         while (i < ops) : (i += 1) {
             const l = blackBox(&lock);
-            if (l.tryRead()) |held| {
-                var guard = held;
+            if (l.tryRead()) |guard| {
                 acquired += 1;
                 guard.unlock();
             }
@@ -153,8 +151,7 @@ pub fn rwlockWrite(ctx: *Ctx) Error!void {
         var i: u64 = 0;
         while (i < ops) : (i += 1) {
             const l = blackBox(&lock);
-            if (l.tryWrite()) |held| {
-                var guard = held;
+            if (l.tryWrite()) |guard| {
                 acquired += 1;
                 guard.unlock();
             }

@@ -176,6 +176,13 @@ pub fn unpark(self: *Parker) void {
     }
 }
 
+/// True while the owner thread is blocked (or committed to blocking) on its futex or in the
+/// I/O driver (for tests).
+pub fn isBlocked(self: *const Parker) bool {
+    const state = self.state.load(.monotonic);
+    return state == parked or state == parked_io;
+}
+
 fn consumeNotification(self: *Parker) bool {
     return self.state.cmpxchgStrong(notified, empty, .acquire, .monotonic) == null;
 }

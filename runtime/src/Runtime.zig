@@ -38,8 +38,10 @@
 //!
 //! Tasks whose JoinHandle is still held are freed when the handle is awaited or detached
 //! (after `deinit` that still works: it touches only the task, which remembers its allocator).
-//! Sockets still open after `deinit` fail every operation with `RuntimeShutdown`; `close`
-//! still works (it closes the descriptor; the epoll instance is gone).
+//! At the end the I/O driver closes and frees every socket still open (one a cancelled
+//! future did not close is not leaked). A socket handle held past `deinit` fails every
+//! operation with `RuntimeShutdown`, and its `close` does nothing (io/Driver.zig, "Handles that
+//! outlive the driver").
 
 const std = @import("std");
 const assert = std.debug.assert;

@@ -77,4 +77,5 @@ test {
     _ = @import("runtime_tests.zig");
     _ = @import("net/tcp_tests.zig");
     _ = @import("metrics_tests.zig");
+    _ = @import("liveness_tests.zig");
 }

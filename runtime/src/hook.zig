@@ -45,6 +45,9 @@ pub const Point = enum {
     // -- channels (thread-local) --
     /// Any channel's async path found it must wait, before it registers its waiter.
     channel_before_register,
+    /// Oneshot send: the receiver's waker copied under `locked`, before the result is published
+    /// (the sender's last access is still to come).
+    oneshot_send_locked,
     // -- I/O (thread-local) --
     /// io/ScheduledIo.pollReady: lock-free check found no readiness, before taking the lock.
     io_readiness,

@@ -19,7 +19,10 @@ pub const ReadError = errors.ReadError;
 pub const ReadExactError = errors.ReadExactError;
 pub const WriteError = errors.WriteError;
 pub const ShutdownError = errors.ShutdownError;
+pub const NetworkError = errors.NetworkError;
+pub const NoRuntimeError = errors.NoRuntimeError;
 
 test {
     std.testing.refAllDecls(@This());
+    _ = @import("net/sys.zig");
 }

@@ -934,6 +934,22 @@ test "timeout around a JoinHandle and around an error-union future" {
     try testing.expectError(error.Closed, rt.blockOn(time.timeout(closed_rx.recv(), second)));
 }
 
+test "a JoinHandle dropped by a combinator detaches (the task runs on); abort cancels the task" {
+    const rt = try newRuntime(2);
+    var cancels = std.atomic.Value(u32).init(0);
+    // `timeout` drops the pending handle through the future protocol's `cancel`: a detach.
+    const waited = try rt.spawn(Forever{ .cancels = &cancels });
+    try testing.expectError(error.Timeout, rt.blockOn(time.timeout(waited, 2 * std.time.ns_per_ms)));
+    try testing.expectEqual(@as(u32, 0), cancels.load(.acquire));
+    // `abort` cancels the task; the handle still reports it.
+    const aborted = try rt.spawn(Forever{ .cancels = &cancels });
+    aborted.abort();
+    try testing.expectError(error.Cancelled, rt.blockOn(Await(void){ .handle = aborted }));
+    try testing.expectEqual(@as(u32, 1), cancels.load(.acquire));
+    rt.deinit(); // Cancels the detached task, which was still running.
+    try testing.expectEqual(@as(u32, 2), cancels.load(.acquire));
+}
+
 fn parkerTaken(pool: *ampere.SharedParker.Pool) bool {
     pool.mutex.lock();
     defer pool.mutex.unlock();

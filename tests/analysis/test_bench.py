@@ -258,7 +258,7 @@ def test_never_overwrites_an_existing_run_folder(fakes, cli, monkeypatch):
     (["--set", "no_such_constant=3"], "error: --set 'no_such_constant=3': unknown constant 'no_such_constant'"),
     (["--set", "echo_batch_sizes=1,x"], "expected comma-separated non-negative integers"),
     (["--runtimes", "ampere,go"], "error: --runtimes 'ampere,go': unknown variant 'go'; variants of "
-                                  "runtime/bench/variants.json: ampere, ampere.nospin, tokio"),
+                                  "runtime/bench/variants.json: ampere, ampere.nospin, ampere.ab, tokio"),
     (["--runtimes", "tokio,tokio"], "expected distinct names"),
     (["--workers", "1,0"], "error: --workers '1,0': expected comma-separated positive integers"),
     (["--workers", "2,2"], "a worker count appears twice"),
@@ -501,3 +501,40 @@ def test_a_failure_after_merging_removes_the_merged_metrics(fakes, cli, monkeypa
     assert code == 1
     assert_failed(fakes, err, step="merge", reason="disk full")
     assert not list(only_run(fakes).glob("*.metrics.jsonl"))
+
+
+def test_binary_option_runs_a_variant_from_another_program(fakes, cli, tmp_path):
+    # An A/B of two builds: ampere.ab runs from its own program (here a wrapper that marks each
+    # call), ampere from the default one; both are recorded in run.json.
+    marks = tmp_path / "ab-calls.txt"
+    wrapper = tmp_path / "other_ampere_bench"
+    wrapper.write_text(f'#!/bin/sh\necho call >> "{marks}"\nexec "{fakes["ampere"]}" "$@"\n', encoding="utf-8")
+    wrapper.chmod(0o755)
+    code, out, err = cli(*bench_args(fakes, "--runtimes", "ampere,ampere.ab", "--invocations", "2",
+                                     "--filter", "mutex", "--set", "iterations=2", "--workers", "1",
+                                     "--binary", f"ampere.ab={wrapper}"))
+    assert code == 0, err
+    assert measured_calls(fakes) == [[v, str(k)] for k in range(2) for v in ("ampere", "ampere.ab")]
+    # its --help (does it take --metrics?), the warm-up and two measured invocations
+    assert marks.read_text().splitlines() == ["call"] * 4
+    info = json.loads((only_run(fakes) / "run.json").read_text())
+    assert info["binaries"]["ampere.ab"]["path"] == str(wrapper)
+    assert info["binaries"]["ampere"]["path"] == str(fakes["ampere"])
+    assert "tokio" not in info["binaries"]
+    assert info["variants"]["ampere.ab"] == {"runtime": "ampere", "settings": {}}
+
+
+@pytest.mark.parametrize("item, message", [
+    ("ampere.ab", "expected VARIANT=PATH"),
+    ("nosuch=/bin/true", "unknown variant 'nosuch'"),
+    ("ampere.ab=/nonexistent/program", "is not an executable file"),
+])
+def test_binary_option_rejects_bad_input_in_one_line(fakes, cli, item, message):
+    code, out, err = cli(*bench_args(fakes, "--runtimes", "ampere,ampere.ab", "--binary", item))
+    assert code == 2 and message in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_binary_option_for_a_variant_not_in_the_run_is_an_error(fakes, cli):
+    code, out, err = cli(*bench_args(fakes, "--runtimes", "ampere,tokio", "--binary", "ampere.ab=/bin/true"))
+    assert code == 2 and "not among the runtimes of this run" in err

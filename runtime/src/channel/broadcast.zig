@@ -32,10 +32,12 @@
 //!    (acquire). This waits only when `capacity` or more sends happened while another sender
 //!    was between its claim and its last store, a few instructions; it spins boundedly and
 //!    then sleeps (`Backoff.pause`) so that a preempted sender gets the CPU.
-//! 3. Store `2p + 3`, store the value words with release, store `2p + 2` with release.
-//! 4. If receivers are waiting (seq_cst length check), wake them all.
+//! 3. Store `2p + 3`, store the value words with release, store `2p + 2` with seq_cst (a
+//!    release store, and the write event of the busy protocol below).
+//! 4. If receivers are waiting (seq_cst length check), wake them all: those that found the
+//!    channel empty and those that found `p` (or another position) claimed but unwritten.
 //!
-//! Receive at cursor `next`: load the slot's sequence (acquire); if it is `2·next + 2`, copy
+//! Receive at cursor `next`: load the slot's sequence (seq_cst); if it is `2·next + 2`, copy
 //! the words (acquire) and load the sequence again: equal means the copy is the value of
 //! `next` (if any word came from a later writer, that writer's release store carries its
 //! earlier odd sequence store to us, so the second load cannot see the old even value).
@@ -44,7 +46,7 @@
 //! position `tail - capacity` and reports `error.Lagged`, with the count of missed values in
 //! `lastLagged()` (Zig errors carry no payload); otherwise a sender has claimed `next` but not
 //! finished writing it (busy): `tryRecv` retries boundedly and then reports `Empty` (that send
-//! has not completed); a receive future yields and is polled again (`common.yieldNow`).
+//! has not completed); a receive future waits for the write as it waits for a send (below).
 //!
 //! **Owned values** (`*RcBuffer`, or a type with `clone` and `deinit`): Tokio's design. Each
 //! slot has a `Lock` (runtime/src/Lock.zig: spins briefly, then sleeps) guarding its value,
@@ -59,11 +61,25 @@
 //! not read. A slot is written before `tail` moves past it, so a receive never finds a
 //! claimed-but-unwritten slot; a reader never copies a value while it is replaced.
 //!
-//! Waiting: register-then-recheck against claim-then-check, both store then load, so the
-//! length word and `tail` are accessed with seq_cst on both sides (see `WaitQueue`). A busy
-//! re-check must not sleep (that sender's check may precede the registration); the future
-//! yields instead. Every send wakes all waiting receivers; no notification is consumed, so a
-//! cancelled receive has nothing to pass on.
+//! Waiting: a receive future that finds nothing to read links its waker into `waiters` (the
+//! length word's seq_cst increment) and then re-checks, under the queue's lock, with seq_cst
+//! loads of the slot's sequence and of `tail`. Two events end the wait, and the sender makes
+//! each of them with a seq_cst store before its seq_cst load of the length:
+//!
+//! - *empty* (`next == tail`): the event is the claim of `next` (step 1); the sender's length
+//!   check (step 4) comes after it.
+//! - *busy* (`next` claimed, not yet written): the event is the store of `2·next + 2` (step 3).
+//!   A receiver must not spin or re-poll itself here: the writing sender may be preempted or
+//!   asleep in step 2, and a receiver that keeps its worker busy keeps that sender off the CPU
+//!   (with more workers than CPUs that cost seconds). It sleeps until the write.
+//!
+//! Both sides store then load, so with release/acquire both could miss each other; in the
+//! single seq_cst order either the sender's length load follows the link (it sees the waiter
+//! and wakes it, after its write) or the receiver's re-check follows the sender's store (it
+//! sees the value, or a later lap: lagged). Every send wakes all waiting receivers; a woken
+//! receiver whose position is still busy (another sender's write woke it) re-registers. No
+//! notification is consumed, so a cancelled receive has nothing to pass on. Owned values
+//! never report busy (a slot is written before `tail` moves past it).
 
 const std = @import("std");
 const Allocator = std.mem.Allocator;
@@ -220,16 +236,27 @@ pub fn Broadcast(comptime T: type) type {
             // Monotonic: a hint, like Tokio's count without its lock; also the result.
             const receivers = self.handles.receiverCount();
             if (receivers == 0) return error.Closed;
+            self.publishPlain(self.claimPlain(), value);
+            return receivers;
+        }
+
+        /// Send step 1: claims the next position.
+        fn claimPlain(self: *Self) u64 {
             var tail = self.tail.value.load(.monotonic);
             while (true) {
                 assert(tail & closed_bit == 0); // A sender exists.
                 assert(tail < position_limit);
                 // seq_cst: the claim is the publication event of the waiter protocol.
-                tail = self.tail.value.cmpxchgWeak(tail, tail + 1, .seq_cst, .monotonic) orelse break;
+                tail = self.tail.value.cmpxchgWeak(tail, tail + 1, .seq_cst, .monotonic) orelse return tail;
             }
-            self.writeSlot(tail, value);
+        }
+
+        /// Send steps 2 to 4: writes the value of a claimed position, then wakes the waiting
+        /// receivers — those that found the channel empty and those that found this position
+        /// claimed but not yet written.
+        fn publishPlain(self: *Self, position: u64, value: T) void {
+            self.writeSlot(position, value);
             if (self.waiters.value.hasWaiters()) self.waiters.value.notifyAll();
-            return receivers;
         }
 
         fn writeSlot(self: *Self, position: u64, value: T) void {
@@ -242,8 +269,10 @@ pub fn Broadcast(comptime T: type) type {
             slot.seq.store(writing(position), .monotonic);
             // Release per word: a reader that copies any of these words also sees `writing`.
             slot.words.store(value, .release);
-            // Release: publishes the words with the even sequence.
-            slot.seq.store(written(position), .release);
+            // Release: publishes the words with the even sequence. Seq_cst besides: the store
+            // half of the write-then-check side of the busy protocol (module comment), which
+            // `publishPlain`'s length load follows.
+            slot.seq.store(written(position), .seq_cst);
         }
 
         fn sendOwned(self: *Self, value: T) error{Closed}!usize {
@@ -400,8 +429,10 @@ pub fn Broadcast(comptime T: type) type {
             fn recvPlain(self: *Receiver, out: *T) RecvResult {
                 const ch = self.channel;
                 const slot = &ch.slots[@intCast(self.next & (ch.slots.len - 1))];
-                // Acquire: pairs with the writer's release of the even sequence.
-                const before = slot.seq.load(.acquire);
+                // Acquire: pairs with the writer's release of the even sequence. Seq_cst
+                // besides: after registering, this is the re-check half of the busy protocol
+                // (module comment).
+                const before = slot.seq.load(.seq_cst);
                 if (before == written(self.next)) {
                     // Acquire per word: see the module comment.
                     const value = slot.words.load(.acquire);
@@ -518,7 +549,7 @@ pub fn Broadcast(comptime T: type) type {
                     self.waiter.reclaim();
                     var value: T = undefined;
                     const result = self.receiver.recvRaw(&value);
-                    if (result != .empty) return self.finish(cx, result, value);
+                    if (!mustWait(result)) return self.finish(result, value);
                     hook.reached(.channel_before_register);
                 }
                 return self.pollRegistered(cx);
@@ -531,21 +562,26 @@ pub fn Broadcast(comptime T: type) type {
                 queue.lock();
                 const replaced = queue.registerLocked(&self.waiter, cx.waker());
                 const result = self.receiver.recvRaw(&value);
-                if (result != .empty) removed = queue.removeLocked(&self.waiter);
+                if (!mustWait(result)) removed = queue.removeLocked(&self.waiter);
                 queue.unlock();
                 if (replaced) |w| w.drop();
                 if (removed) |w| w.drop();
-                if (result == .empty) {
+                if (mustWait(result)) {
                     budget.refund();
                     return .pending;
                 }
-                return self.finish(cx, result, value);
+                return self.finish(result, value);
             }
 
-            fn finish(self: *RecvFuture, cx: *Context, result: RecvResult, value: T) Poll(Output) {
+            /// Empty, or `next` claimed and not yet written (busy): either way a send still to
+            /// complete wakes the registered waiter (module comment, "Waiting").
+            fn mustWait(result: RecvResult) bool {
+                return result == .empty or result == .busy;
+            }
+
+            fn finish(self: *RecvFuture, result: RecvResult, value: T) Poll(Output) {
                 switch (result) {
-                    .busy => return common.yieldNow(cx, Output),
-                    .empty => unreachable,
+                    .empty, .busy => unreachable,
                     .ok => {
                         self.finished = true;
                         return .{ .ready = value };
@@ -745,6 +781,62 @@ test "broadcast: a send or the close between the check and registration is not m
     var recv_closed = rx.recv();
     hook.arm(.channel_before_register, @as(*anyopaque, &tx), broadcastCloseHook);
     try testing.expectError(error.Closed, pollWith(&recv_closed, &waker).ready);
+    try testing.expectEqual(@as(i32, 1), counter.outstanding());
+}
+
+/// A send split at the busy window: `position` claimed by the test, written by `run`.
+const ClaimedSend = struct {
+    channel: *Broadcast(u32),
+    position: u64,
+    value: u32,
+
+    fn run(self: *ClaimedSend) void {
+        self.channel.publishPlain(self.position, self.value);
+    }
+};
+
+test "broadcast: a receive that finds its value claimed but unwritten sleeps until the write" {
+    var tx, var rx = try Broadcast(u32).init(testing.allocator, 4);
+    defer tx.deinit();
+    defer rx.deinit();
+    var counter = Waker.Counting{};
+    const waker = counter.waker();
+    defer waker.drop();
+
+    // The sender writes after the receiver registered: the receiver waits, not woken by itself
+    // (the old code re-polled itself at once, spinning while the sender was off the CPU), and
+    // the write wakes it.
+    var late = ClaimedSend{ .channel = tx.channel, .position = tx.channel.claimPlain(), .value = 7 };
+    var recv = rx.recv();
+    try testing.expect(pollWith(&recv, &waker) == .pending);
+    try testing.expect(pollWith(&recv, &waker) == .pending); // Re-polled spuriously: still waits.
+    try testing.expectEqual(@as(u32, 0), counter.wakeCount());
+    late.run();
+    try testing.expectEqual(@as(u32, 1), counter.wakeCount());
+    try testing.expectEqual(@as(u32, 7), try pollWith(&recv, &waker).ready);
+
+    // The sender writes between the receiver's first look (busy) and its registration: the
+    // re-check after registering sees the value.
+    var early = ClaimedSend{ .channel = tx.channel, .position = tx.channel.claimPlain(), .value = 8 };
+    var recv_early = rx.recv();
+    hook.arm(.channel_before_register, &early, ClaimedSend.run);
+    defer hook.disarm();
+    try testing.expectEqual(@as(u32, 8), try pollWith(&recv_early, &waker).ready);
+    try testing.expect(hook.fired());
+
+    // Another sender's write wakes the waiter too; still busy, it registers again and the
+    // write it waits for wakes it.
+    var first = ClaimedSend{ .channel = tx.channel, .position = tx.channel.claimPlain(), .value = 9 };
+    var second = ClaimedSend{ .channel = tx.channel, .position = tx.channel.claimPlain(), .value = 10 };
+    var recv_first = rx.recv();
+    try testing.expect(pollWith(&recv_first, &waker) == .pending);
+    second.run();
+    try testing.expectEqual(@as(u32, 2), counter.wakeCount());
+    try testing.expect(pollWith(&recv_first, &waker) == .pending);
+    first.run();
+    try testing.expectEqual(@as(u32, 3), counter.wakeCount());
+    try testing.expectEqual(@as(u32, 9), try pollWith(&recv_first, &waker).ready);
+    try testing.expectEqual(@as(u32, 10), try rx.tryRecv());
     try testing.expectEqual(@as(i32, 1), counter.outstanding());
 }
 

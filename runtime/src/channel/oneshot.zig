@@ -18,7 +18,9 @@
 //! publishes it, which sets `tx_gone`). `deinit` on the state asserts exactly that
 //! (`isFinished`); call it before the memory is reused or freed. In the usual shape (the
 //! receiving task owns the state and awaits the value) both hold as soon as `recv` has
-//! returned the value or the `error.Closed` the sender caused.
+//! returned the value or the `error.Closed` the sender caused. A receiver that may give up
+//! first (a `timeout` around `recv`, a task that may be aborted) cannot observe the sender's
+//! last access: use `OwnedOneshot` (owned_oneshot.zig), whose halves keep the state alive.
 //!
 //! State word bits:
 //!
@@ -197,6 +199,7 @@ pub fn Oneshot(comptime T: type) type {
                     continue;
                 }
                 const waker = self.rx_waker;
+                hook.reached(.oneshot_send_locked);
                 // We hold `locked`: only the receiver's close may set `closed` meanwhile.
                 const published = self.publishLocked(state | locked, bit | tx_gone, rx_task_set);
                 if (published & closed_bit != 0 and bit == value_sent) {
@@ -701,6 +704,37 @@ test "oneshot: the receiver and the sender both waiting, receiver closes" {
     _ = pollWith(&closed_future, &tx_waker).ready;
     recv.cancel();
     rx.deinit();
+}
+
+/// The receiver gives up (its timeout fired) while the sender is inside `send`.
+const GiveUpInWindow = struct {
+    channel: *Oneshot(u32),
+    recv: *Oneshot(u32).RecvFuture,
+    rx: *Oneshot(u32).Receiver,
+    finished_in_window: bool = true,
+    fn run(self: *GiveUpInWindow) void {
+        self.recv.cancel();
+        self.rx.deinit();
+        self.finished_in_window = self.channel.isFinished();
+    }
+};
+
+test "oneshot: a receiver that gives up while the sender is mid-send may not free the state yet" {
+    // Why the caller-owned state needs both halves finished, and why a receiver that times out
+    // needs OwnedOneshot instead: here the receiver is done, but the sender still writes.
+    var ch = Oneshot(u32).init();
+    var tx, var rx = ch.split();
+    const waker = Waker.noop();
+    var recv = rx.recv();
+    try testing.expect(pollWith(&recv, &waker) == .pending);
+    var window = GiveUpInWindow{ .channel = &ch, .recv = &recv, .rx = &rx };
+    hook.arm(.oneshot_send_locked, &window, GiveUpInWindow.run);
+    defer hook.disarm();
+    try testing.expectError(error.Closed, tx.send(1));
+    try testing.expect(hook.fired());
+    try testing.expect(!window.finished_in_window); // Freeing it there would be a use-after-free.
+    try testing.expect(ch.isFinished());
+    ch.deinit();
 }
 
 test "oneshot: works for larger values" {

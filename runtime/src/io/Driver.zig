@@ -9,14 +9,21 @@
 //! EPOLLRDHUP | EPOLLET`, the event's data being the `ScheduledIo` pointer), and deregistered
 //! when it is closed (`deregister`: `EPOLL_CTL_DEL`, then the `ScheduledIo` moves to
 //! `pending_release`). Nobody registers by hand: the net types do it when they create a socket.
+//! `registrations` is exactly the set of sockets still open, which is what `deinit` closes.
+//!
+//! A `ScheduledIo` is reference-counted (ScheduledIo.zig, "Lifetime: references"): the
+//! driver holds one reference from registration until the first turn after deregistration,
+//! the open registration one, and every operation that has waited on it one. The driver never
+//! frees a `ScheduledIo` directly; it drops its reference, and the last holder frees it.
 //!
 //! ## Turns
 //!
-//! `turn(timeout)` frees the `ScheduledIo`s deregistered since the last turn, waits in
+//! `turn(timeout)` drops its reference to the `ScheduledIo`s deregistered since the last turn
+//! (freeing those nobody else holds), waits in
 //! `epoll_wait` for at most `timeout`, and dispatches each event to its `ScheduledIo`
 //! (readiness + wake). Only one thread turns at a time — the *driver owner* of the scheduler
 //! (see runtime/README.md, "The driver owner") — so `events` needs no lock, and a
-//! `ScheduledIo` freed at the start of a turn cannot be in a batch still being dispatched:
+//! `ScheduledIo` released at the start of a turn cannot be in a batch still being dispatched:
 //! after `EPOLL_CTL_DEL` the kernel reports nothing more for it, and every batch returned
 //! before was dispatched by an earlier turn, which finished before this one began (ownership
 //! passes through a seq_cst compare-and-swap, which orders the turns).
@@ -33,13 +40,33 @@
 //!
 //! `shutdown` (Runtime.deinit, after the workers stopped): new registrations fail with
 //! `RuntimeShutdown`, and every registered `ScheduledIo` is marked shut down and its waiters
-//! woken, so that an operation still waiting (on a `blockOn` or blocking-pool thread) ends with
+//! woken — in one pass, one lock hold per descriptor, waking outside the driver's lock — so
+//! that an operation still waiting (on a `blockOn` or blocking-pool thread) ends with
 //! `RuntimeShutdown`. Tasks waiting on I/O are cancelled by the scheduler afterwards, and their
-//! futures close what they own. `deinit` frees the released `ScheduledIo`s and closes the epoll
-//! and event descriptors; a descriptor still registered then (its owner has not closed it yet)
-//! is *orphaned*: its owner's `close` closes the descriptor and frees the `ScheduledIo` itself.
-//! Closing concurrently with `deinit` is not allowed (as with any use of a runtime being
-//! destroyed).
+//! futures close what they own — or should: a future whose `cancel` leaves its socket open
+//! would leak it. So `deinit` (after every runtime thread stopped) closes what is still
+//! registered: it drops the open registration's reference and its own of every socket still
+//! in `registrations` (the last user closes the descriptor, the last reference frees the
+//! `ScheduledIo`; an operation on an outside thread that still waits keeps both until it
+//! finishes), releases `pending_release`, and closes the epoll and event descriptors.
+//!
+//! ## Handles that outlive the driver
+//!
+//! A socket handle (`Registration`: the driver, the `ScheduledIo`, and the driver's `key`) may
+//! be used after `deinit`: its operations must fail with `RuntimeShutdown` and its `close` must
+//! do nothing — the descriptor was closed, and its number may already belong to another file,
+//! so a second `close` would close that one. The handle cannot ask its `ScheduledIo` (freed)
+//! or the driver (freed), so it asks `live`: a process-wide table of the keys of the drivers
+//! that exist, one slot per driver (`drivers_max`). A key is `epoch * drivers_max + slot`, the
+//! epoch counting every driver ever created, so a key is never reused, and a handle of a
+//! destroyed driver never matches the slot's next owner. `init` claims a free slot with a
+//! compare-and-swap (0 -> key), `deinit` stores 0 (release) before it closes anything; a
+//! handle loads its slot (acquire) before it touches the `ScheduledIo` without holding a
+//! reference (`Registration.isLive`). A driver being destroyed must not be used concurrently
+//! (no thread of the runtime runs any more; other threads must be done with its sockets, as
+//! with any use of a runtime being destroyed), so the check is not a race with `deinit`, only
+//! with what came before it. Cost: one load of a read-shared line per operation poll without a
+//! reference, none while waiting.
 
 const std = @import("std");
 const assert = std.debug.assert;
@@ -61,13 +88,18 @@ pub const events_max: u32 = 1024;
 /// Deregistrations after which a blocked turn is woken to free them (Tokio: 16).
 pub const release_batch: u32 = 16;
 
-pub const InitError = os.EpollCreateError || os.EventFdError || os.EpollCtlError;
+/// Drivers that may exist at once in a process (see "Handles that outlive the driver").
+pub const drivers_max: u32 = 1024;
+
+pub const InitError = os.EpollCreateError || os.EventFdError || os.EpollCtlError || error{TooManyDrivers};
 pub const RegisterError = Allocator.Error || error{ RuntimeShutdown, SystemResources, Unexpected };
 
 /// The epoll data of the eventfd (no `ScheduledIo` lives at address 0).
 const wakeup_token: u64 = 0;
 
 allocator: Allocator,
+/// This driver's key in `live` (see "Handles that outlive the driver").
+key: u64,
 epoll_fd: posix.fd_t,
 wakeup_fd: posix.fd_t,
 /// Guards `registrations`, `pending_release` and `is_shut_down`.
@@ -91,24 +123,62 @@ pub fn init(self: *Driver, allocator: Allocator) InitError!void {
     errdefer os.close(wakeup_fd);
     var event = linux.epoll_event{ .events = linux.EPOLL.IN | linux.EPOLL.ET, .data = .{ .u64 = wakeup_token } };
     try os.epollCtl(epoll_fd, linux.EPOLL.CTL_ADD, wakeup_fd, &event);
-    self.* = .{ .allocator = allocator, .epoll_fd = epoll_fd, .wakeup_fd = wakeup_fd };
+    const key = try live.claim();
+    self.* = .{ .allocator = allocator, .key = key, .epoll_fd = epoll_fd, .wakeup_fd = wakeup_fd };
 }
 
-/// After every thread that could turn the driver or register with it stopped.
+/// After every thread that could turn the driver or register with it stopped. Closes every
+/// socket still registered (see "Shutdown and teardown").
 pub fn deinit(self: *Driver) void {
+    if (!self.is_shut_down) self.shutdown();
+    // First: from here on, handles of this driver fail (or do nothing) without touching it.
+    live.retire(self.key);
     self.releasePending();
-    self.lock.lock();
+    // No other thread registers or deregisters now: the list is ours without the lock.
     while (self.registrations.popFront()) |node| {
         const io = fromLink(node);
-        // Release: the owner's acquire in `close` sees everything the driver wrote.
-        io.orphaned.store(true, .release);
+        io.releaseUser(); // The open registration's: closes the descriptor if nobody waits.
+        io.releaseDriver();
     }
     self.registered_count.store(0, .monotonic);
-    self.lock.unlock();
     os.close(self.wakeup_fd);
     os.close(self.epoll_fd);
     self.* = undefined;
 }
+
+/// Whether handles with `key` may still use their driver (see "Handles that outlive the
+/// driver").
+pub fn isLive(key: u64) bool {
+    return live.contains(key);
+}
+
+/// The process-wide table of live drivers (see "Handles that outlive the driver").
+const live = struct {
+    var slots: [drivers_max]std.atomic.Value(u64) = @splat(.init(0));
+    /// Drivers created so far (the epoch of the next key); starts at 1 so that no key is 0.
+    var epochs: std.atomic.Value(u64) = .init(1);
+
+    fn claim() error{TooManyDrivers}!u64 {
+        const epoch = epochs.fetchAdd(1, .monotonic);
+        var probe: u32 = 0;
+        while (probe < drivers_max) : (probe += 1) {
+            const slot: u32 = @intCast((epoch + probe) % drivers_max);
+            const key = epoch * drivers_max + slot;
+            if (slots[slot].cmpxchgStrong(0, key, .monotonic, .monotonic) == null) return key;
+        }
+        return error.TooManyDrivers;
+    }
+
+    fn contains(key: u64) bool {
+        // Acquire: pairs with `retire`'s release (see the module comment).
+        return slots[key % drivers_max].load(.acquire) == key;
+    }
+
+    fn retire(key: u64) void {
+        assert(contains(key));
+        slots[key % drivers_max].store(0, .release);
+    }
+};
 
 /// Registers `fd` (non-blocking) for edge-triggered events in both directions. `assumed` is
 /// the readiness to start from (an accepted socket is assumed readable and writable, like
@@ -154,10 +224,10 @@ fn unlink(self: *Driver, io: *ScheduledIo) void {
     _ = self.registered_count.fetchSub(1, .monotonic);
 }
 
-/// Removes `io` from epoll; the caller closes the descriptor afterwards. `io` is freed by a
-/// later turn (or by `deinit`). No operation may be waiting on it.
+/// Removes `io` from epoll and hands the driver's reference to the next turn (or `deinit`).
+/// The caller holds the open registration's reference (the descriptor is open) and drops it
+/// afterwards; operations may still be waiting (`ScheduledIo.close` woke them).
 pub fn deregister(self: *Driver, io: *ScheduledIo) void {
-    assert(!io.hasWaiters()); // Close with an operation pending is a use-after-free waiting to happen.
     os.epollCtl(self.epoll_fd, linux.EPOLL.CTL_DEL, io.fd, null) catch |err| {
         std.debug.panic("EPOLL_CTL_DEL of fd {d} failed: {s}", .{ io.fd, @errorName(err) });
     };
@@ -175,7 +245,8 @@ pub fn deregister(self: *Driver, io: *ScheduledIo) void {
     if (pending == release_batch) self.wakeup();
 }
 
-/// Frees the `ScheduledIo`s deregistered before this call. Only the turning thread (or deinit).
+/// Drops the driver's reference to the `ScheduledIo`s deregistered before this call (freeing
+/// those nobody else holds). Only the turning thread (or deinit).
 fn releasePending(self: *Driver) void {
     if (self.pending_count.load(.acquire) == 0) return;
     var released: intrusive_list.List = .{};
@@ -186,9 +257,7 @@ fn releasePending(self: *Driver) void {
         self.pending_release = .{};
         self.pending_count.store(0, .monotonic);
     }
-    while (released.popFront()) |node| {
-        self.allocator.destroy(fromLink(node));
-    }
+    while (released.popFront()) |node| fromLink(node).releaseDriver();
 }
 
 /// Whether any descriptor is registered (a busy worker's non-blocking turn is skipped when
@@ -207,7 +276,8 @@ pub fn turn(self: *Driver, timeout_ns: ?u64) usize {
     else
         -1;
     // A signal ends the wait early with no events (`os.epollWait`): like a spurious wake-up,
-    // the caller recomputes its timeout and turns again.
+    // the caller recomputes its timeout and turns again (it used to restart with the whole
+    // timeout: a signal every 5 ms held a 50 ms timer back ~500 ms).
     const count = os.epollWait(self.epoll_fd, &self.events, timeout_ms);
     assert(count <= events_max);
     var dispatched: usize = 0;
@@ -243,7 +313,13 @@ pub fn wakeup(self: *Driver) void {
 /// Runtime shutdown: no new registrations; every waiter now and later ends with
 /// `RuntimeShutdown` (see the module comment).
 pub fn shutdown(self: *Driver) void {
-    {
+    _ = self.shutdownCounted();
+}
+
+/// `shutdown`, returning how many registrations its wake pass visited: one per descriptor
+/// registered when it began (the tests check that the pass is linear).
+fn shutdownCounted(self: *Driver) u32 {
+    const registered = blk: {
         self.lock.lock();
         defer self.lock.unlock();
         self.is_shut_down = true;
@@ -251,23 +327,31 @@ pub fn shutdown(self: *Driver) void {
         while (cursor) |node| : (cursor = node.next) {
             fromLink(node).markShutdown();
         }
+        break :blk self.registered_count.load(.monotonic);
+    };
+    // Wake outside the driver's lock, one descriptor per step: each step moves the first
+    // registration to the back of the list and wakes its waiters (marked already, none can
+    // link themselves any more). No turn runs (the workers stopped), so no `ScheduledIo` is
+    // freed meanwhile; one closed meanwhile has left the list (to `pending_release`), and the
+    // pass then revisits a few it woke, which is harmless. No registration is added (shut
+    // down), so `registered` steps reach every descriptor: linear, where walking the list
+    // from its head again after each wake-up was quadratic.
+    var visited: u32 = 0;
+    while (visited < registered) : (visited += 1) {
+        const io = self.rotateFirst() orelse break;
+        io.wake(Ready.all);
     }
-    // Wake outside the driver's lock. No turn runs any more (the workers stopped), so no
-    // `ScheduledIo` is freed meanwhile; one closed meanwhile moves to `pending_release`, so
-    // walk again from the head after every descriptor whose waiters were woken.
-    while (self.nextWithWaiters()) |io| io.shutdown();
+    return visited;
 }
 
-/// A registered descriptor that still has waiters (shutdown's wake pass).
-fn nextWithWaiters(self: *Driver) ?*ScheduledIo {
+/// Moves the first registration to the back of the list and returns it (shutdown's pass).
+fn rotateFirst(self: *Driver) ?*ScheduledIo {
     self.lock.lock();
     defer self.lock.unlock();
-    var cursor = self.registrations.first();
-    while (cursor) |node| : (cursor = node.next) {
-        const io = fromLink(node);
-        if (io.hasWaiters()) return io;
-    }
-    return null;
+    assert(self.is_shut_down);
+    const node = self.registrations.popFront() orelse return null;
+    self.registrations.pushBack(node);
+    return fromLink(node);
 }
 
 // -- tests ----------------------------------------------------------------------------------
@@ -275,6 +359,7 @@ fn nextWithWaiters(self: *Driver) ?*ScheduledIo {
 const testing = std.testing;
 const Waker = @import("../Waker.zig");
 const future = @import("../future.zig");
+const CountingAllocator = @import("../CountingAllocator.zig");
 
 fn socketPair() ![2]posix.fd_t {
     var fds: [2]posix.fd_t = undefined;
@@ -283,10 +368,21 @@ fn socketPair() ![2]posix.fd_t {
     return fds;
 }
 
+/// What `Registration.close` does.
 fn closeRegistered(driver: *Driver, io: *ScheduledIo) void {
-    const fd = io.fd;
+    io.close();
     driver.deregister(io);
-    os.close(fd);
+    io.releaseUser();
+}
+
+/// True if the peer of a socket pair sees its other end closed (end of stream).
+fn peerSeesEof(peer: posix.fd_t) !bool {
+    var buffer: [8]u8 = undefined;
+    const count = posix.read(peer, &buffer) catch |err| switch (err) {
+        error.WouldBlock => return false,
+        else => return err,
+    };
+    return count == 0;
 }
 
 test "a write to the peer makes the registered end readable and wakes its waiter" {
@@ -315,6 +411,7 @@ test "a write to the peer makes the registered end readable and wakes its waiter
     try testing.expectEqual(@as(usize, 1), driver.turn(0));
     try testing.expectEqual(@as(u32, 1), counter.wakeCount());
     try testing.expect(io.pollReady(&waiter, &cx).?.ready.readable);
+    io.releaseWaiter(&waiter); // Its first link took a reference.
     // The peer closes: read-closed, final.
     try testing.expectEqual(linux.E.SUCCESS, linux.errno(linux.shutdown(fds[1], linux.SHUT.WR)));
     try testing.expectEqual(@as(usize, 1), driver.turn(0));
@@ -338,9 +435,10 @@ test "wakeup interrupts a blocked turn from another thread" {
     try testing.expectEqual(@as(usize, 0), driver.turn(null));
 }
 
-test "deregistered descriptors are freed by the next turn; shutdown ends waits; orphans outlive the driver" {
+test "deregistered descriptors are freed by the next turn; shutdown ends waits; deinit closes what is still registered" {
+    var counting = CountingAllocator.init(testing.allocator);
     var driver: Driver = undefined;
-    try driver.init(testing.allocator);
+    try driver.init(counting.allocator());
     var released: [release_batch + 3]*ScheduledIo = undefined;
     var peers: [released.len]posix.fd_t = undefined;
     for (&released, &peers) |*io, *peer| {
@@ -350,16 +448,23 @@ test "deregistered descriptors are freed by the next turn; shutdown ends waits; 
     }
     for (released, peers) |io, peer| {
         closeRegistered(&driver, io);
+        try testing.expect(try peerSeesEof(peer)); // Nobody waited: closed at once.
         os.close(peer);
     }
     try testing.expect(!driver.hasRegistrations());
     try testing.expectEqual(@as(u32, released.len), driver.pending_count.load(.acquire));
-    _ = driver.turn(0); // Frees them (testing.allocator checks nothing leaks).
+    _ = driver.turn(0); // Frees them.
     try testing.expectEqual(@as(u32, 0), driver.pending_count.load(.acquire));
+    try testing.expectEqual(@as(i64, 0), counting.liveBytes());
 
-    const fds = try socketPair();
-    defer os.close(fds[1]);
-    const kept = try driver.register(fds[0], Ready.empty);
+    // Two sockets left open at deinit, one with a waiter (an operation on a thread outside
+    // the runtime), one without.
+    const waited = try socketPair();
+    defer os.close(waited[1]);
+    const idle = try socketPair();
+    defer os.close(idle[1]);
+    const kept = try driver.register(waited[0], Ready.empty);
+    _ = try driver.register(idle[0], Ready.empty);
     var counter = Waker.Counting{};
     const w = counter.waker();
     defer w.drop();
@@ -369,10 +474,65 @@ test "deregistered descriptors are freed by the next turn; shutdown ends waits; 
     driver.shutdown();
     try testing.expectEqual(@as(u32, 1), counter.wakeCount());
     try testing.expect(kept.pollReady(&waiter, &cx).?.is_shutdown);
-    try testing.expectError(error.RuntimeShutdown, driver.register(fds[1], Ready.empty));
+    try testing.expectError(error.RuntimeShutdown, driver.register(waited[1], Ready.empty));
     driver.deinit();
-    // The owner closes after the driver is gone.
-    try testing.expect(kept.orphaned.load(.acquire));
-    os.close(kept.fd);
-    kept.allocator.destroy(kept);
+    // The idle one is closed and freed; the waited-on one stays open (its operation may still
+    // run a system call on it) and allocated until the operation lets go.
+    try testing.expect(try peerSeesEof(idle[1]));
+    try testing.expect(!try peerSeesEof(waited[1]));
+    try testing.expectEqual(@as(i64, @sizeOf(ScheduledIo)), counting.liveBytes());
+    kept.releaseWaiter(&waiter);
+    try testing.expect(try peerSeesEof(waited[1]));
+    try testing.expectEqual(@as(i64, 0), counting.liveBytes());
+}
+
+test "the table of live drivers: a key is live from init to deinit and never again" {
+    var first: Driver = undefined;
+    try first.init(testing.allocator);
+    const first_key = first.key;
+    try testing.expect(isLive(first_key));
+    var second: Driver = undefined;
+    try second.init(testing.allocator);
+    try testing.expect(second.key != first_key);
+    first.deinit();
+    try testing.expect(!isLive(first_key));
+    try testing.expect(isLive(second.key));
+    // A driver that takes the freed slot gets another key: old handles stay dead.
+    var third: Driver = undefined;
+    try third.init(testing.allocator);
+    defer third.deinit();
+    try testing.expect(!isLive(first_key));
+    second.deinit();
+}
+
+test "shutdown wakes every waiter in one linear pass over the registrations" {
+    var driver: Driver = undefined;
+    try driver.init(testing.allocator);
+    defer driver.deinit();
+    const count = 64;
+    var ios: [count]*ScheduledIo = undefined;
+    var peers: [count]posix.fd_t = undefined;
+    var waiters: [count]ScheduledIo.Waiter = undefined;
+    var counter = Waker.Counting{};
+    const w = counter.waker();
+    defer w.drop();
+    var cx = future.Context.init(&w);
+    for (&ios, &peers, &waiters) |*io, *peer, *waiter| {
+        const fds = try socketPair();
+        io.* = try driver.register(fds[0], Ready.empty);
+        peer.* = fds[1];
+        waiter.* = ScheduledIo.Waiter.init(Ready.read_interest);
+        try testing.expect(io.*.pollReady(waiter, &cx) == null);
+    }
+    defer for (ios, peers) |io, peer| {
+        closeRegistered(&driver, io);
+        os.close(peer);
+    };
+    // Walking from the head again after each descriptor with waiters visited 64·65/2 = 2,080.
+    try testing.expectEqual(@as(u32, count), driver.shutdownCounted());
+    try testing.expectEqual(@as(u32, count), counter.wakeCount());
+    for (ios, &waiters) |io, *waiter| {
+        try testing.expect(io.pollReady(waiter, &cx).?.is_shutdown);
+        io.releaseWaiter(waiter); // The operation is over: its reference goes (ScheduledIo.zig).
+    }
 }

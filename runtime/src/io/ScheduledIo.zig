@@ -5,6 +5,7 @@
 //!
 //!     bits 0..7    Ready: readable, writable, read_closed, write_closed, err (io/ready.zig)
 //!     bits 8..23   tick: incremented (mod 2^16) by every event the driver dispatches
+//!     bit  30      closed: the socket was closed; every wait ends with SocketClosed
 //!     bit  31      shutdown: the driver shut down; every wait ends with RuntimeShutdown
 //!
 //! The descriptor is registered edge-triggered: the kernel reports a change once, not a level.
@@ -46,16 +47,53 @@
 //!
 //! A woken waiter is unlinked by the waker side under the lock (`linked = false`) and never
 //! touched again by it: the future may complete and vanish as soon as it sees `linked` false
-//! under the lock. `cancelWait` unlinks a waiter still linked; either the dispatcher or the
-//! canceller unlinks it, never both, because both do it under the lock.
+//! under the lock. `cancelWait` unlinks a waiter still linked (and releases the reference of
+//! its operation, below); either the dispatcher or the canceller unlinks it, never both,
+//! because both do it under the lock.
 //!
-//! ## Lifetime
+//! ## Closing
 //!
-//! Allocated by the driver at registration, freed by the driver after deregistration at the
-//! start of its next turn (an event for it may be in the batch being dispatched right now), or
-//! by the owner of the registration if the driver was destroyed first (`orphaned`).
+//! `close` (the owner closes the socket, possibly while other tasks wait on it) sets
+//! `closed_bit` and then wakes every waiter, like `shutdown`: by the argument above, every
+//! operation waiting now or later sees the bit and ends with `SocketClosed` without a system
+//! call.
+//!
+//! ## Lifetime: references
+//!
+//! A `ScheduledIo` is referenced from places the driver does not control: a future waiting on
+//! it may be cancelled long after the socket was closed (an aborted task's `cancel` runs when
+//! a worker next takes the task), and an event for it may sit in the batch a turn is
+//! dispatching. So it is reference-counted, in `refs`:
+//!
+//!     bit  0       the driver's reference: held from registration until the first turn after
+//!                  `EPOLL_CTL_DEL` (an event in the batch of the turn running now may still
+//!                  name this), or until the driver is destroyed
+//!     bits 1..31   users, each `user_ref`: the registration itself while it is open (dropped
+//!                  by `close`, or by the driver's `deinit` for a socket left open), and one
+//!                  per waiter that has been linked, held by its operation until it finishes
+//!                  or is cancelled (taken under `lock` just before the first link, released
+//!                  by `releaseWaiter`/`cancelWait`: a waiter is woken and unlinked long before
+//!                  its operation stops touching this)
+//!
+//! Invariants: (1) the memory is freed by whoever drops the last reference of either kind, so
+//! it outlives every operation that has waited on it and every event batch that names it;
+//! (2) the descriptor is closed by whoever drops the last *user* reference, so it stays open
+//! while any operation may still run a system call on it — its number cannot be reused under
+//! an operation (a closed-then-reused number would let a late `recv` read another socket).
+//! A user reference is only ever added by someone who holds one (the open registration, or
+//! the waiter's own earlier reference), so the count of users never climbs back from zero.
+//!
+//! Orderings (as `Arc`): adding is monotonic (the adder already holds a reference); every drop
+//! is an acq_rel read-modify-write: its release half orders this holder's accesses (its last
+//! system call, its unlock) before the drop, and the acquire half of the last drop makes all of
+//! them happen before the descriptor's `close` and the free.
+//!
+//! An operation that completes without ever waiting takes no reference (no read-modify-write
+//! on the fast path): its system call runs while the caller's registration is open, which the
+//! caller guarantees by not closing the socket while it starts an operation on it.
 
 const std = @import("std");
+const os = @import("../os.zig");
 const builtin = @import("builtin");
 const assert = std.debug.assert;
 const posix = std.posix;
@@ -74,7 +112,12 @@ const ScheduledIo = @This();
 const ready_mask: u32 = 0xff;
 const tick_shift: u5 = 8;
 const tick_mask: u32 = 0xffff << tick_shift;
+const closed_bit: u32 = 1 << 30;
 const shutdown_bit: u32 = 1 << 31;
+
+/// `refs`: the driver's reference (bit 0) and one user (see "Lifetime: references").
+pub const driver_ref: u32 = 1;
+pub const user_ref: u32 = 2;
 
 /// The readiness word (see the module comment). Its own cache line: the driver writes it on
 /// every event while tasks on other workers read it.
@@ -82,21 +125,23 @@ readiness: std.atomic.Value(u32) align(std.atomic.cache_line),
 /// Guards `waiters` and the `linked`/`waker` fields of every waiter in it.
 lock: Lock = .{},
 waiters: intrusive_list.List = .{},
+/// The driver's reference and the users (see "Lifetime: references"). Next to `lock`: it is
+/// changed by waiting operations, which take the lock anyway.
+refs: std.atomic.Value(u32) = .init(driver_ref + user_ref),
 fd: posix.fd_t,
-/// The allocator the driver allocated this with (also used by an orphan's owner to free it).
+/// The allocator the driver allocated this with; whoever drops the last reference frees it.
 allocator: Allocator,
 /// The driver's bookkeeping (guarded by the driver's lock): the link in its registration list,
 /// and later in its release list.
 driver_link: intrusive_list.Node = .{},
-/// Set (release) by the driver when it is destroyed while this descriptor is still registered:
-/// the owner of the registration then closes the descriptor and frees this (acquire).
-orphaned: std.atomic.Value(bool) = .init(false),
 
 /// What a ready `pollReady` returns: the readiness seen (intersected with the interest) and
-/// the tick it was seen at, for `clearReadiness`.
+/// the tick it was seen at, for `clearReadiness`; or that the socket was closed or the driver
+/// shut down.
 pub const Event = struct {
     ready: Ready,
     tick: u16,
+    is_closed: bool,
     is_shutdown: bool,
 };
 
@@ -111,6 +156,9 @@ pub const Waiter = struct {
     linked: bool = false,
     /// Owned by the waiting future: it linked the waiter and has not yet seen it unlinked.
     waiting: bool = false,
+    /// Owned by the waiting future: it holds a user reference of the `ScheduledIo` (taken at
+    /// its first link, released by `releaseWaiter` or `cancelWait`).
+    holds_ref: bool = false,
 
     pub fn init(interest: Ready) Waiter {
         assert(!interest.isEmpty());
@@ -127,6 +175,7 @@ fn eventOf(word: u32, interest: Ready) Event {
     return .{
         .ready = ready.intersect(interest),
         .tick = @truncate((word & tick_mask) >> tick_shift),
+        .is_closed = word & closed_bit != 0,
         .is_shutdown = word & shutdown_bit != 0,
     };
 }
@@ -137,13 +186,15 @@ pub fn event(self: *const ScheduledIo, interest: Ready) Event {
 }
 
 fn isReady(ev: Event) bool {
-    return !ev.ready.isEmpty() or ev.is_shutdown;
+    return !ev.ready.isEmpty() or ev.is_closed or ev.is_shutdown;
 }
 
-/// Returns the readiness in `waiter.interest` if there is any (or the driver shut down);
-/// otherwise links `waiter` with a clone of the task's waker and returns null. A waiter that
-/// was linked and has been woken since looks at the readiness afresh (it may have been
-/// cleared again by another operation, then it waits again).
+/// Returns the readiness in `waiter.interest` if there is any (or the socket was closed, or
+/// the driver shut down); otherwise links `waiter` with a clone of the task's waker and
+/// returns null. A waiter that was linked and has been woken since looks at the readiness
+/// afresh (it may have been cleared again by another operation, then it waits again). The
+/// first link takes a user reference for the waiter's operation: release it with
+/// `releaseWaiter` when the operation finishes (or `cancelWait`).
 pub fn pollReady(self: *ScheduledIo, waiter: *Waiter, cx: *future.Context) ?Event {
     if (waiter.waiting) {
         if (self.refreshWaiter(waiter, cx)) return null;
@@ -160,6 +211,12 @@ pub fn pollReady(self: *ScheduledIo, waiter: *Waiter, cx: *future.Context) ?Even
         return current;
     }
     assert(!waiter.linked and waiter.waker == null);
+    if (!waiter.holds_ref) {
+        // The caller's registration is open (or this waiter held a reference before), so
+        // users is not zero: see "Lifetime: references".
+        self.acquireUser();
+        waiter.holds_ref = true;
+    }
     waiter.waker = cx.waker().clone();
     waiter.linked = true;
     self.waiters.pushBack(&waiter.node);
@@ -182,9 +239,16 @@ fn refreshWaiter(self: *ScheduledIo, waiter: *Waiter, cx: *future.Context) bool 
     return true;
 }
 
-/// Unlinks `waiter` if it is still waiting (cancellation). Idempotent. Afterwards nothing
-/// refers to the waiter. Readiness is untouched, so no other waiter loses it.
+/// Unlinks `waiter` if it is still waiting (cancellation) and releases its reference.
+/// Idempotent. Afterwards nothing refers to the waiter, and the caller must not touch `self`
+/// again unless it holds another reference (it may have been the last). Readiness is
+/// untouched, so no other waiter loses it.
 pub fn cancelWait(self: *ScheduledIo, waiter: *Waiter) void {
+    self.unlinkWaiter(waiter);
+    self.releaseWaiter(waiter);
+}
+
+fn unlinkWaiter(self: *ScheduledIo, waiter: *Waiter) void {
     if (!waiter.waiting) return;
     waiter.waiting = false;
     self.lock.lock();
@@ -242,6 +306,52 @@ pub fn markShutdown(self: *ScheduledIo) void {
     _ = self.readiness.fetchOr(shutdown_bit, .acq_rel);
 }
 
+/// The socket is being closed: every current and future wait ends at once with `is_closed`
+/// (see "Closing"). The caller still holds the registration's reference.
+pub fn close(self: *ScheduledIo) void {
+    _ = self.readiness.fetchOr(closed_bit, .acq_rel);
+    self.wake(Ready.all);
+}
+
+/// Adds a user. The caller holds a user reference already (see "Lifetime: references").
+fn acquireUser(self: *ScheduledIo) void {
+    const previous = self.refs.fetchAdd(user_ref, .monotonic);
+    assert(previous >= user_ref); // Resurrected: an operation started on a closed socket.
+    assert(previous < std.math.maxInt(u32) - user_ref);
+}
+
+/// The waiter's operation finished: releases the reference its first link took, if any. The
+/// caller must not touch `self` afterwards (it may have been the last reference).
+pub fn releaseWaiter(self: *ScheduledIo, waiter: *Waiter) void {
+    assert(!waiter.waiting);
+    if (!waiter.holds_ref) return;
+    waiter.holds_ref = false;
+    self.releaseUser();
+}
+
+/// Drops a user reference: the registration's (at close) or an operation's. The last user
+/// closes the descriptor; the last reference of all frees this. No access to `self` after.
+pub fn releaseUser(self: *ScheduledIo) void {
+    const fd = self.fd;
+    const allocator = self.allocator;
+    // Acq_rel: see "Lifetime: references".
+    const previous = self.refs.fetchSub(user_ref, .acq_rel);
+    assert(previous >= user_ref);
+    if (previous - user_ref >= user_ref) return; // Other users remain.
+    // The last user: no operation can run a system call on the descriptor any more.
+    os.close(fd);
+    if (previous - user_ref == 0) allocator.destroy(self);
+}
+
+/// Drops the driver's reference (the first turn after deregistration, or the driver's
+/// deinit). Frees this if no user is left. No access to `self` after.
+pub fn releaseDriver(self: *ScheduledIo) void {
+    const allocator = self.allocator;
+    const previous = self.refs.fetchSub(driver_ref, .acq_rel);
+    assert(previous & driver_ref != 0);
+    if (previous == driver_ref) allocator.destroy(self);
+}
+
 /// Unlinks and wakes every waiter whose interest intersects `ready`, outside the lock, in
 /// bounded batches.
 pub fn wake(self: *ScheduledIo, ready: Ready) void {
@@ -271,7 +381,7 @@ pub fn wake(self: *ScheduledIo, ready: Ready) void {
     batch.wakeAll();
 }
 
-/// True if any waiter is linked (for assertions at deregistration).
+/// True if any waiter is linked (for tests).
 pub fn hasWaiters(self: *ScheduledIo) bool {
     self.lock.lock();
     defer self.lock.unlock();
@@ -373,6 +483,32 @@ test "shutdown wakes every waiter and ends later waits at once" {
     for (&waiters) |*waiter| try testing.expect(io.pollReady(waiter, &cx).?.is_shutdown);
     var late = Waiter.init(Ready.read_interest);
     try testing.expect(io.pollReady(&late, &cx).?.is_shutdown);
+    try testing.expectEqual(@as(i32, 1), counter.outstanding());
+}
+
+test "close wakes every waiter and ends later waits with is_closed; a waiter holds a reference from its first link" {
+    var io = testIo();
+    var counter = Waker.Counting{};
+    const w = counter.waker();
+    defer w.drop();
+    var cx = future.Context.init(&w);
+    var reader = Waiter.init(Ready.read_interest);
+    var writer = Waiter.init(Ready.write_interest);
+    try testing.expect(io.pollReady(&reader, &cx) == null);
+    try testing.expect(io.pollReady(&writer, &cx) == null);
+    try testing.expectEqual(driver_ref + 3 * user_ref, io.refs.load(.monotonic));
+    try testing.expect(io.pollReady(&reader, &cx) == null); // Still linked: no second reference.
+    try testing.expectEqual(driver_ref + 3 * user_ref, io.refs.load(.monotonic));
+    io.close();
+    try testing.expectEqual(@as(u32, 2), counter.wakeCount());
+    const seen = io.pollReady(&reader, &cx).?;
+    try testing.expect(seen.is_closed and !seen.is_shutdown);
+    io.releaseWaiter(&reader);
+    io.cancelWait(&writer); // Woken and unlinked already: only its reference goes.
+    try testing.expectEqual(driver_ref + user_ref, io.refs.load(.monotonic));
+    var late = Waiter.init(Ready.read_interest);
+    try testing.expect(io.pollReady(&late, &cx).?.is_closed);
+    try testing.expect(!late.holds_ref); // Never linked.
     try testing.expectEqual(@as(i32, 1), counter.outstanding());
 }
 

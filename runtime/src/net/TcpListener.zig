@@ -1,10 +1,17 @@
 //! A listening TCP socket (Tokio's `net::TcpListener`): bound with `SO_REUSEADDR` (a server can
-//! restart while old connections linger in TIME_WAIT), backlog 128 (Rust's std and mio's, so
-//! that both sides of the benchmarks queue alike), registered with
-//! the runtime's I/O driver when it is created and deregistered by `close`.
+//! restart while old connections linger in TIME_WAIT), registered with the runtime's I/O
+//! driver when it is created and deregistered by `close`.
+//!
+//! Backlog: `default_backlog` = 1,024 pending connections, mio's `listen(1024)` and therefore
+//! Tokio's `TcpListener::bind` (Rust's std listens with 128); `bindWithOptions` chooses another
+//! (the kernel caps it at `net.core.somaxconn`, 4,096 on current kernels). When the queue is
+//! full the kernel drops new SYNs (`ListenOverflows` in /proc/net/netstat) and each such client
+//! waits for its SYN retry, 1 s at first: with 128, 200 concurrent connects overflowed the queue
+//! in 7 of 14 runs before their server accepted them (issue 20).
 //!
 //! `accept()` is a future returning a registered `TcpStream`; it is cancel-safe (a cancelled
 //! accept unlinks its waiter and accepts nothing), and several tasks may accept at once.
+//! Closing the listener ends the accepts pending on it with `SocketClosed`.
 
 const std = @import("std");
 const posix = std.posix;
@@ -19,26 +26,39 @@ const sys = @import("sys.zig");
 
 const TcpListener = @This();
 
-/// Pending connections the kernel queues before `accept` (mio's and Rust's std's).
-pub const backlog: u31 = 128;
+/// Connections the kernel queues before `accept` by default (mio's, so Tokio's).
+pub const default_backlog: u31 = 1024;
+
+pub const BindOptions = struct {
+    /// Connections the kernel queues before `accept` (`listen`'s backlog; the kernel caps it
+    /// at `net.core.somaxconn`). At least 1.
+    backlog: u31 = default_backlog,
+};
 
 registration: Registration,
 
 pub const Accept = Registration.Op(AcceptAttempt);
 
 /// Binds to `address` (port 0: any free port; see `localAddress`) on the runtime of the
-/// calling thread (a task, `blockOn` or blocking thread). Panics outside a runtime.
+/// calling thread (a task, `blockOn` or blocking thread), with the default options.
+/// `error.NoRuntime` on any other thread.
 pub fn bind(address: sys.Address) errors.BindError!TcpListener {
-    const driver = context.io() orelse @panic("ampere.net.TcpListener.bind called outside a runtime");
-    return bindIn(driver, address);
+    return bindWithOptions(address, .{});
 }
 
-/// `bind` on an explicit I/O driver.
-pub fn bindIn(driver: *Driver, address: sys.Address) errors.BindError!TcpListener {
+/// `bind` with `options` (the backlog).
+pub fn bindWithOptions(address: sys.Address, options: BindOptions) errors.BindError!TcpListener {
+    const driver = context.io() orelse return error.NoRuntime;
+    return bindIn(driver, address, options);
+}
+
+/// `bindWithOptions` on an explicit I/O driver.
+pub fn bindIn(driver: *Driver, address: sys.Address, options: BindOptions) errors.BindError!TcpListener {
+    std.debug.assert(options.backlog > 0);
     const fd = try sys.tcpSocket(sys.addressFamily(&address));
     errdefer sys.close(fd);
     try sys.setReuseAddress(fd);
-    try sys.bindListen(fd, &address, backlog);
+    try sys.bindListen(fd, &address, options.backlog);
     return .{ .registration = try Registration.init(driver, fd, Ready.empty) };
 }
 
@@ -48,10 +68,10 @@ pub fn accept(self: TcpListener) Accept {
 }
 
 pub fn localAddress(self: TcpListener) errors.SocketError!sys.Address {
-    return sys.address(self.registration.fd(), .local);
+    return sys.address(try self.registration.liveFd(), .local);
 }
 
-/// Deregisters and closes the socket. No accept may be pending.
+/// Closes the socket, once: pending accepts end with `SocketClosed` (see TcpStream.close).
 pub fn close(self: TcpListener) void {
     self.registration.close();
 }

@@ -9,8 +9,12 @@
 //! the same time (say a reader task and a writer task), and so may several of each, though
 //! their bytes then interleave in no particular order.
 //!
-//! `TcpStream` is a handle (two pointers): copies refer to the same socket. `close` it once,
-//! when no operation on it is pending. End of stream is a read of 0 bytes.
+//! `TcpStream` is a handle (`Registration`: two pointers and the driver's key): copies refer
+//! to the same socket. `close` it once. Operations pending on it in other tasks when it is
+//! closed end with `SocketClosed`, and cancelling them afterwards (an aborted task) is safe; an
+//! operation must not be started on a closed stream (see io/Registration.zig). A stream held
+//! across the runtime's `deinit` was closed by it: operations fail with `RuntimeShutdown`,
+//! `close` does nothing. End of stream is a read of 0 bytes.
 
 const std = @import("std");
 const assert = std.debug.assert;
@@ -31,7 +35,8 @@ registration: Registration,
 pub const Read = Registration.Op(ReadAttempt);
 pub const Write = Registration.Op(WriteAttempt);
 
-/// Connects to `address` (IPv4 or IPv6) on the runtime of the thread that polls the future.
+/// Connects to `address` (IPv4 or IPv6) on the runtime of the thread that polls the future
+/// (`error.NoRuntime` when that thread belongs to none).
 pub fn connect(address: sys.Address) Connect {
     return .{ .address = address };
 }
@@ -59,27 +64,29 @@ pub fn writeAll(self: TcpStream, bytes: []const u8) WriteAll {
 /// Shuts down reading, writing or both. After `.write` the peer reads end of stream, and this
 /// side can still read what the peer sends.
 pub fn shutdown(self: TcpStream, how: sys.ShutdownHow) errors.ShutdownError!void {
-    return sys.shutdown(self.registration.fd(), how);
+    return sys.shutdown(try self.registration.liveFd(), how);
 }
 
 /// Disables (true) or enables Nagle's algorithm (`TCP_NODELAY`).
 pub fn setNodelay(self: TcpStream, enabled: bool) errors.SocketError!void {
-    return sys.setNodelay(self.registration.fd(), enabled);
+    return sys.setNodelay(try self.registration.liveFd(), enabled);
 }
 
 pub fn nodelay(self: TcpStream) errors.SocketError!bool {
-    return sys.nodelay(self.registration.fd());
+    return sys.nodelay(try self.registration.liveFd());
 }
 
 pub fn localAddress(self: TcpStream) errors.SocketError!sys.Address {
-    return sys.address(self.registration.fd(), .local);
+    return sys.address(try self.registration.liveFd(), .local);
 }
 
 pub fn peerAddress(self: TcpStream) errors.SocketError!sys.Address {
-    return sys.address(self.registration.fd(), .peer);
+    return sys.address(try self.registration.liveFd(), .peer);
 }
 
-/// Deregisters and closes the socket. No operation on it may be pending.
+/// Closes the socket, once: pending operations end with `SocketClosed`; the descriptor is
+/// closed when the last of them lets go (at once when none is pending). After the runtime's
+/// `deinit` it does nothing (`deinit` closed it).
 pub fn close(self: TcpStream) void {
     self.registration.close();
 }
@@ -153,7 +160,7 @@ pub const Connect = struct {
     pub fn poll(self: *Connect, cx: *future.Context) future.Poll(Output) {
         assert(!self.finished);
         if (self.registration == null) {
-            const driver = context.io() orelse @panic("ampere.net.TcpStream.connect polled outside a runtime");
+            const driver = context.io() orelse return self.finish(error.NoRuntime);
             switch (self.start(driver)) {
                 .done => |result| return self.finish(result),
                 .in_progress => {},
@@ -166,7 +173,11 @@ pub const Connect = struct {
                 self.registration = null;
                 result catch |err| {
                     registration.close();
-                    return self.finish(err);
+                    return self.finish(switch (err) {
+                        // Nobody else has the registration to close it.
+                        error.SocketClosed => unreachable,
+                        else => |e| e,
+                    });
                 };
                 return self.finish(.{ .registration = registration });
             },

@@ -1,6 +1,8 @@
 //! The socket system calls of `ampere.net`, non-blocking, with every errno mapped onto a Zig
 //! error of `net/errors.zig` (`WouldBlock` for EAGAIN, so that the caller waits for readiness;
-//! EINTR is retried). Writes use `MSG_NOSIGNAL`: a write to a connection the peer reset fails
+//! EINTR is retried; the network errors of `networkErrno` are named, not `Unexpected`).
+//! `accept` retries the errors accept(2) reports for a connection that failed while it was
+//! queued (see `acceptRetries`). Writes use `MSG_NOSIGNAL`: a write to a connection the peer reset fails
 //! with `BrokenPipe` instead of killing the process with SIGPIPE (Rust's runtime ignores
 //! SIGPIPE at start-up for the same reason).
 
@@ -21,6 +23,19 @@ const interrupted_max: u32 = 64;
 
 fn unexpected(err: posix.E) error{Unexpected} {
     return posix.unexpectedErrno(err);
+}
+
+/// The errors of an unreachable network or host, or of a broken protocol exchange, which the
+/// kernel reports on a socket (after an ICMP message, or in place of an accepted connection);
+/// null for any other errno.
+pub fn networkErrno(err: posix.E) ?errors.NetworkError {
+    return switch (err) {
+        .NETUNREACH, .NONET => error.NetworkUnreachable,
+        .NETDOWN => error.NetworkDown,
+        .HOSTUNREACH, .HOSTDOWN => error.HostUnreachable,
+        .PROTO, .NOPROTOOPT, .OPNOTSUPP => error.ProtocolError,
+        else => null,
+    };
 }
 
 /// A TCP socket of `family` (AF.INET or AF.INET6): non-blocking, close-on-exec.
@@ -106,13 +121,12 @@ fn connectErrno(err: posix.E) errors.ConnectError {
         .CONNREFUSED => error.ConnectionRefused,
         .CONNRESET => error.ConnectionReset,
         .TIMEDOUT => error.TimedOut,
-        .NETUNREACH, .HOSTUNREACH => error.NetworkUnreachable,
         .ADDRINUSE => error.AddressInUse,
         .ADDRNOTAVAIL => error.AddressNotAvailable,
         .AFNOSUPPORT => error.AddressFamilyNotSupported,
         .ACCES, .PERM => error.PermissionDenied,
         .NOBUFS, .NOMEM => error.SystemResources,
-        else => unexpected(err),
+        else => networkErrno(err) orelse unexpected(err),
     };
 }
 
@@ -130,23 +144,65 @@ pub fn connectResult(fd: posix.fd_t) errors.ConnectError!void {
     return connectErrno(@enumFromInt(value));
 }
 
+/// Attempts of one `accept` call: interruptions and the failed connections of `acceptRetries`
+/// (each of which consumed a queued connection) are retried up to this bound.
+const accept_attempts_max: u32 = 64;
+
 pub fn accept(fd: posix.fd_t) (errors.AcceptError || WouldBlock)!posix.fd_t {
+    return acceptWith(acceptOnce, fd);
+}
+
+/// One accept4(2): the new descriptor or the errno.
+const AcceptAttempt = union(enum) { accepted: posix.fd_t, failed: posix.E };
+
+fn acceptOnce(fd: posix.fd_t) AcceptAttempt {
+    const rc = posix.system.accept4(fd, null, null, linux.SOCK.NONBLOCK | linux.SOCK.CLOEXEC);
+    return switch (posix.errno(rc)) {
+        .SUCCESS => .{ .accepted = @intCast(rc) },
+        else => |err| .{ .failed = err },
+    };
+}
+
+/// Whether accept(2) reported a failure of the connection it was about to return rather than
+/// of the listener: its man page says to treat these like EAGAIN and retry (Linux passes a new
+/// connection's pending network error on, ENETDOWN, EPROTO, ENOPROTOOPT, EHOSTDOWN, ENONET,
+/// EHOSTUNREACH, EOPNOTSUPP, ENETUNREACH), and ECONNABORTED is a connection reset while it was
+/// queued.
+fn acceptRetries(err: posix.E) bool {
+    return err == .CONNABORTED or networkErrno(err) != null;
+}
+
+/// `accept` with the system call as a parameter (the tests inject failures).
+fn acceptWith(comptime acceptOne: fn (posix.fd_t) AcceptAttempt, fd: posix.fd_t) (errors.AcceptError || WouldBlock)!posix.fd_t {
+    var retried: ?posix.E = null;
     var attempt: u32 = 0;
-    while (attempt < interrupted_max) : (attempt += 1) {
-        const rc = posix.system.accept4(fd, null, null, linux.SOCK.NONBLOCK | linux.SOCK.CLOEXEC);
-        return switch (posix.errno(rc)) {
-            .SUCCESS => @intCast(rc),
-            .INTR => continue,
-            .AGAIN => error.WouldBlock,
-            .CONNABORTED => error.ConnectionAborted,
-            .MFILE => error.ProcessFdQuotaExceeded,
-            .NFILE => error.SystemFdQuotaExceeded,
-            .NOBUFS, .NOMEM => error.SystemResources,
-            .PERM => error.PermissionDenied,
-            else => |err| unexpected(err),
-        };
+    while (attempt < accept_attempts_max) : (attempt += 1) {
+        switch (acceptOne(fd)) {
+            .accepted => |accepted| return accepted,
+            .failed => |err| switch (err) {
+                .INTR => continue,
+                else => {
+                    if (!acceptRetries(err)) return acceptErrno(err);
+                    retried = err;
+                },
+            },
+        }
     }
-    return error.WouldBlock; // Interrupted over and over: let the caller wait and retry.
+    // Failed connections kept coming: report the last (the caller may accept again at once).
+    // Interrupted over and over: let the caller wait and retry.
+    return if (retried) |err| acceptErrno(err) else error.WouldBlock;
+}
+
+fn acceptErrno(err: posix.E) (errors.AcceptError || WouldBlock) {
+    return switch (err) {
+        .AGAIN => error.WouldBlock,
+        .CONNABORTED => error.ConnectionAborted,
+        .MFILE => error.ProcessFdQuotaExceeded,
+        .NFILE => error.SystemFdQuotaExceeded,
+        .NOBUFS, .NOMEM => error.SystemResources,
+        .PERM => error.PermissionDenied,
+        else => networkErrno(err) orelse unexpected(err),
+    };
 }
 
 pub fn recv(fd: posix.fd_t, buffer: []u8) (errors.ReadError || WouldBlock)!usize {
@@ -156,15 +212,21 @@ pub fn recv(fd: posix.fd_t, buffer: []u8) (errors.ReadError || WouldBlock)!usize
         return switch (posix.errno(rc)) {
             .SUCCESS => @intCast(rc),
             .INTR => continue,
-            .AGAIN => error.WouldBlock,
-            .CONNRESET => error.ConnectionReset,
-            .TIMEDOUT => error.TimedOut,
-            .NOTCONN => error.NotConnected,
-            .NOBUFS, .NOMEM => error.SystemResources,
-            else => |err| unexpected(err),
+            else => |err| recvErrno(err),
         };
     }
     return error.WouldBlock;
+}
+
+fn recvErrno(err: posix.E) (errors.ReadError || WouldBlock) {
+    return switch (err) {
+        .AGAIN => error.WouldBlock,
+        .CONNRESET => error.ConnectionReset,
+        .TIMEDOUT => error.TimedOut,
+        .NOTCONN => error.NotConnected,
+        .NOBUFS, .NOMEM => error.SystemResources,
+        else => networkErrno(err) orelse unexpected(err),
+    };
 }
 
 pub fn send(fd: posix.fd_t, bytes: []const u8) (errors.WriteError || WouldBlock)!usize {
@@ -174,16 +236,22 @@ pub fn send(fd: posix.fd_t, bytes: []const u8) (errors.WriteError || WouldBlock)
         return switch (posix.errno(rc)) {
             .SUCCESS => @intCast(rc),
             .INTR => continue,
-            .AGAIN => error.WouldBlock,
-            .PIPE => error.BrokenPipe,
-            .CONNRESET => error.ConnectionReset,
-            .TIMEDOUT => error.TimedOut,
-            .NOTCONN => error.NotConnected,
-            .NOBUFS, .NOMEM => error.SystemResources,
-            else => |err| unexpected(err),
+            else => |err| sendErrno(err),
         };
     }
     return error.WouldBlock;
+}
+
+fn sendErrno(err: posix.E) (errors.WriteError || WouldBlock) {
+    return switch (err) {
+        .AGAIN => error.WouldBlock,
+        .PIPE => error.BrokenPipe,
+        .CONNRESET => error.ConnectionReset,
+        .TIMEDOUT => error.TimedOut,
+        .NOTCONN => error.NotConnected,
+        .NOBUFS, .NOMEM => error.SystemResources,
+        else => networkErrno(err) orelse unexpected(err),
+    };
 }
 
 pub const ShutdownHow = enum { read, write, both };
@@ -276,7 +344,6 @@ const SockAddr = extern union {
 };
 
 test "SockAddr round-trips IPv4 and IPv6 addresses in network byte order" {
-    const testing = std.testing;
     var storage: SockAddr = undefined;
     const v4: Address = .{ .ip4 = .{ .bytes = .{ 127, 0, 0, 1 }, .port = 0x1234 } };
     try testing.expectEqual(@as(posix.socklen_t, @sizeOf(posix.sockaddr.in)), storage.set(&v4));
@@ -291,4 +358,76 @@ test "SockAddr round-trips IPv4 and IPv6 addresses in network byte order" {
     try testing.expectEqual(@as(u32, 2), storage.get().?.ip6.interface.index);
     storage.any.family = linux.AF.UNIX;
     try testing.expect(storage.get() == null);
+}
+
+// -- tests ----------------------------------------------------------------------------------
+
+const testing = std.testing;
+
+test "network errors map to named errors in connect, read and write, never Unexpected" {
+    const Case = struct { errno: posix.E, expected: errors.NetworkError };
+    const cases = [_]Case{
+        .{ .errno = .NETUNREACH, .expected = error.NetworkUnreachable },
+        .{ .errno = .NONET, .expected = error.NetworkUnreachable },
+        .{ .errno = .NETDOWN, .expected = error.NetworkDown },
+        .{ .errno = .HOSTUNREACH, .expected = error.HostUnreachable },
+        .{ .errno = .HOSTDOWN, .expected = error.HostUnreachable },
+        .{ .errno = .PROTO, .expected = error.ProtocolError },
+        .{ .errno = .NOPROTOOPT, .expected = error.ProtocolError },
+        .{ .errno = .OPNOTSUPP, .expected = error.ProtocolError },
+    };
+    for (cases) |case| {
+        try testing.expectEqual(@as(?errors.NetworkError, case.expected), networkErrno(case.errno));
+        try testing.expectEqual(@as(errors.ConnectError, case.expected), connectErrno(case.errno));
+        try testing.expectEqual(@as(errors.ReadError || WouldBlock, case.expected), recvErrno(case.errno));
+        try testing.expectEqual(@as(errors.WriteError || WouldBlock, case.expected), sendErrno(case.errno));
+        try testing.expectEqual(@as(errors.AcceptError || WouldBlock, case.expected), acceptErrno(case.errno));
+    }
+    try testing.expectEqual(@as(?errors.NetworkError, null), networkErrno(.CONNRESET));
+    try testing.expectEqual(@as(errors.ReadError || WouldBlock, error.ConnectionReset), recvErrno(.CONNRESET));
+    try testing.expectEqual(@as(errors.WriteError || WouldBlock, error.BrokenPipe), sendErrno(.PIPE));
+}
+
+/// A scripted accept4(2): returns the next result of `script` per call.
+const ScriptedAccept = struct {
+    threadlocal var script: []const AcceptAttempt = &.{};
+    threadlocal var calls: usize = 0;
+
+    fn failure(err: posix.E) AcceptAttempt {
+        return .{ .failed = err };
+    }
+
+    fn acceptOne(fd: posix.fd_t) AcceptAttempt {
+        _ = fd;
+        std.debug.assert(calls < script.len);
+        defer calls += 1;
+        return script[calls];
+    }
+
+    fn run(results: []const AcceptAttempt) (errors.AcceptError || WouldBlock)!posix.fd_t {
+        script = results;
+        calls = 0;
+        return acceptWith(acceptOne, -1);
+    }
+};
+
+test "accept retries the failed connections accept(2) reports, and ECONNABORTED" {
+    const f = ScriptedAccept.failure;
+    // Every error of the man page's list, an interruption and an aborted connection, then a
+    // connection: accepted.
+    const retried = [_]AcceptAttempt{
+        f(.NETDOWN),   f(.PROTO),      f(.NOPROTOOPT),  f(.HOSTDOWN), f(.NONET), f(.HOSTUNREACH),
+        f(.OPNOTSUPP), f(.NETUNREACH), f(.CONNABORTED), f(.INTR),     .{ .accepted = 7 },
+    };
+    try testing.expectEqual(@as(posix.fd_t, 7), try ScriptedAccept.run(&retried));
+    try testing.expectEqual(retried.len, ScriptedAccept.calls);
+    // Errors of the listener are not retried.
+    try testing.expectError(error.WouldBlock, ScriptedAccept.run(&.{f(.AGAIN)}));
+    try testing.expectError(error.ProcessFdQuotaExceeded, ScriptedAccept.run(&.{ f(.MFILE), .{ .accepted = 7 } }));
+    try testing.expectEqual(@as(usize, 1), ScriptedAccept.calls);
+    // Failed connections that keep coming: the last is reported by name after the bound.
+    var endless: [accept_attempts_max]AcceptAttempt = @splat(f(.CONNABORTED));
+    endless[endless.len - 1] = f(.HOSTUNREACH);
+    try testing.expectError(error.HostUnreachable, ScriptedAccept.run(&endless));
+    try testing.expectEqual(@as(usize, accept_attempts_max), ScriptedAccept.calls);
 }

@@ -25,6 +25,8 @@ const scaled = ampere.testing.scaled;
 const hook = @import("../hook.zig");
 const Parker = @import("../Parker.zig");
 const os = @import("../os.zig");
+const sys = @import("sys.zig");
+const clock = @import("../time/clock.zig");
 
 // -- helpers ------------------------------------------------------------------------------------
 
@@ -320,7 +322,7 @@ const Client = struct {
 
 /// Runs `count` clients of `size` bytes × `rounds` against a fresh echo server on `address`.
 fn echoMany(rt: *Runtime, address: net.Address, count: u32, size: usize, rounds: u32) !void {
-    const listener = try TcpListener.bindIn(ioOf(rt), address);
+    const listener = try TcpListener.bindIn(ioOf(rt), address, .{});
     const bound = try listener.localAddress();
     var stats = ServerStats{};
     const server = try rt.spawn(Server{ .listener = listener, .expected = count, .stats = &stats });
@@ -364,7 +366,7 @@ test "echo over IPv6 loopback" {
     defer watchdog.stop();
     const rt = try newRuntime(4);
     defer rt.deinit();
-    const listener = TcpListener.bindIn(ioOf(rt), loopback6()) catch |err| switch (err) {
+    const listener = TcpListener.bindIn(ioOf(rt), loopback6(), .{}) catch |err| switch (err) {
         error.AddressNotAvailable, error.AddressFamilyNotSupported => return error.SkipZigTest, // No IPv6 here.
         else => return err,
     };
@@ -376,10 +378,139 @@ test "connecting where nobody listens fails with ConnectionRefused" {
     const rt = try newRuntime(4);
     defer rt.deinit();
     // Bind a port, then close it: now nobody listens there.
-    const listener = try TcpListener.bindIn(ioOf(rt), loopback4());
+    const listener = try TcpListener.bindIn(ioOf(rt), loopback4(), .{});
     const address = try listener.localAddress();
     listener.close();
     try testing.expectError(error.ConnectionRefused, rt.blockOn(TcpStream.connect(address)));
+}
+
+// -- listen backlog -----------------------------------------------------------------------------
+
+/// The head of Linux's `struct tcp_info`. For a listening socket `unacked` is the length of
+/// the accept queue and `sacked` its limit (the backlog, capped at `net.core.somaxconn`).
+const TcpInfoHead = extern struct {
+    state: u8,
+    ca_state: u8,
+    retransmits: u8,
+    probes: u8,
+    backoff: u8,
+    options: u8,
+    wscale: u8,
+    flags: u8,
+    rto: u32,
+    ato: u32,
+    snd_mss: u32,
+    rcv_mss: u32,
+    unacked: u32,
+    sacked: u32,
+};
+
+const AcceptQueue = struct { len: u32, limit: u32 };
+
+fn acceptQueue(listener: TcpListener) !AcceptQueue {
+    var info: TcpInfoHead = undefined;
+    var len: posix.socklen_t = @sizeOf(TcpInfoHead);
+    const rc = linux.getsockopt(listener.registration.fd(), linux.IPPROTO.TCP, linux.TCP.INFO, std.mem.asBytes(&info), &len);
+    if (posix.errno(rc) != .SUCCESS or len < @sizeOf(TcpInfoHead)) return error.TcpInfoFailed;
+    return .{ .len = info.unacked, .limit = info.sacked };
+}
+
+fn somaxconn() !u32 {
+    var buffer: [32]u8 = undefined;
+    // Raw calls: /proc files report size 0, and this needs no `Io`.
+    const rc = linux.openat(linux.AT.FDCWD, "/proc/sys/net/core/somaxconn", .{ .ACCMODE = .RDONLY, .CLOEXEC = true }, 0);
+    if (linux.errno(rc) != .SUCCESS) return error.CannotReadSomaxconn;
+    const fd: posix.fd_t = @intCast(rc);
+    defer os.close(fd);
+    const count = try posix.read(fd, &buffer);
+    return std.fmt.parseInt(u32, std.mem.trim(u8, buffer[0..count], " \n"), 10);
+}
+
+/// A descriptor of /dev/null (to take the lowest free descriptor number).
+fn openDevNull() !posix.fd_t {
+    const rc = linux.openat(linux.AT.FDCWD, "/dev/null", .{ .ACCMODE = .RDONLY, .CLOEXEC = true }, 0);
+    if (linux.errno(rc) != .SUCCESS) return error.CannotOpenDevNull;
+    return @intCast(rc);
+}
+
+test "the listen backlog is 1,024 by default and chosen by bindWithOptions" {
+    const rt = try newRuntime(1);
+    defer rt.deinit();
+    const cap = try somaxconn();
+    const default = try TcpListener.bindIn(ioOf(rt), loopback4(), .{});
+    defer default.close();
+    try testing.expectEqual(@as(u31, 1024), TcpListener.default_backlog);
+    try testing.expectEqual(@min(TcpListener.default_backlog, cap), (try acceptQueue(default)).limit);
+    const small = try TcpListener.bindIn(ioOf(rt), loopback4(), .{ .backlog = 16 });
+    defer small.close();
+    try testing.expectEqual(@as(u32, 16), (try acceptQueue(small)).limit);
+}
+
+/// Starts a non-blocking connect to `address`; the caller closes the descriptor.
+fn startConnect(address: net.Address) !posix.fd_t {
+    const fd = try sys.tcpSocket(sys.addressFamily(&address));
+    errdefer os.close(fd);
+    _ = try sys.connect(fd, &address); // Connected, or in progress (EINPROGRESS).
+    return fd;
+}
+
+/// Waits until the connects of `fds` finished (each writable), for at most `limit_ms` in all;
+/// returns how many of them, in order, finished in time (they all run at once in the kernel).
+fn awaitConnects(fds: []const posix.fd_t, limit_ms: u64) !usize {
+    const start_ns = clock.nowNs();
+    for (fds, 0..) |fd, finished| {
+        const waited_ms = (clock.nowNs() - start_ns) / std.time.ns_per_ms;
+        if (waited_ms >= limit_ms) return finished;
+        var poll_fd = [1]posix.pollfd{.{ .fd = fd, .events = posix.POLL.OUT, .revents = 0 }};
+        if (try posix.poll(&poll_fd, @intCast(limit_ms - waited_ms)) == 0) return finished;
+    }
+    return fds.len;
+}
+
+const storm_connects = 200;
+
+test "200 concurrent connects fit in the listen queue before any accept: none waits for a SYN retry" {
+    const rt = try newRuntime(1);
+    defer rt.deinit();
+    if (try somaxconn() < storm_connects) return error.SkipZigTest;
+    const listener = try TcpListener.bindIn(ioOf(rt), loopback4(), .{});
+    defer listener.close();
+    const address = try listener.localAddress();
+    var fds: [storm_connects]posix.fd_t = undefined;
+    var opened: usize = 0;
+    defer for (fds[0..opened]) |fd| os.close(fd);
+    while (opened < fds.len) : (opened += 1) fds[opened] = try startConnect(address);
+    // Nobody accepts. With a backlog of 128 the kernel dropped the SYNs past the queue's
+    // limit and those clients waited for their SYN retry (1 s) and, queue still full, the
+    // next; with 1,024 every handshake completes at once (milliseconds on loopback).
+    try testing.expectEqual(@as(usize, storm_connects), try awaitConnects(&fds, 700));
+    for (fds) |fd| try sys.connectResult(fd);
+    try testing.expectEqual(@as(u32, storm_connects), (try acceptQueue(listener)).len);
+}
+
+// -- outside a runtime ---------------------------------------------------------------------------
+
+const OutsideResults = struct {
+    bind: ?net.BindError = null,
+    connect: ?net.ConnectError = null,
+
+    fn run(self: *OutsideResults, address: net.Address) void {
+        if (TcpListener.bind(loopback4())) |listener| listener.close() else |err| self.bind = err;
+        var connect = TcpStream.connect(address);
+        if (ampere.blockOnThread(&connect)) |stream| stream.close() else |err| self.connect = err;
+    }
+};
+
+test "bind and connect on a thread outside any runtime fail with NoRuntime instead of panicking" {
+    const rt = try newRuntime(1);
+    defer rt.deinit();
+    const listener = try TcpListener.bindIn(ioOf(rt), loopback4(), .{});
+    defer listener.close();
+    var results = OutsideResults{};
+    const thread = try std.Thread.spawn(.{}, OutsideResults.run, .{ &results, try listener.localAddress() });
+    thread.join();
+    try testing.expectEqual(@as(?net.BindError, error.NoRuntime), results.bind);
+    try testing.expectEqual(@as(?net.ConnectError, error.NoRuntime), results.connect);
 }
 
 /// Connects a client (`blockOn`) and accepts its server side; both have Nagle off.
@@ -399,7 +530,7 @@ test "a new connection is not reported closed: its first read waits instead of s
     defer watchdog.stop();
     const rt = try Runtime.init(testing.allocator, .{ .workers = 4, .spin_before_park_ns = 0 });
     defer rt.deinit();
-    const listener = try TcpListener.bindIn(ioOf(rt), loopback4());
+    const listener = try TcpListener.bindIn(ioOf(rt), loopback4(), .{});
     defer listener.close();
     const closed = ampere.io.Ready.closed;
     var buffer: [8]u8 = undefined;
@@ -428,7 +559,7 @@ test "half-close: the peer reads end of stream and still writes back" {
     defer watchdog.stop();
     const rt = try newRuntime(4);
     defer rt.deinit();
-    const listener = try TcpListener.bindIn(ioOf(rt), loopback4());
+    const listener = try TcpListener.bindIn(ioOf(rt), loopback4(), .{});
     defer listener.close();
     const pair = try connectedPair(rt, listener);
     const client, const server = pair;
@@ -462,7 +593,7 @@ test "peer reset: a read fails with ConnectionReset, a later write with BrokenPi
     defer watchdog.stop();
     const rt = try newRuntime(4);
     defer rt.deinit();
-    const listener = try TcpListener.bindIn(ioOf(rt), loopback4());
+    const listener = try TcpListener.bindIn(ioOf(rt), loopback4(), .{});
     defer listener.close();
     const client, const server = try connectedPair(rt, listener);
     defer client.close();
@@ -529,7 +660,7 @@ test "partial writes of a large buffer: write returns a short count, writeAll se
     defer watchdog.stop();
     const rt = try newRuntime(4);
     defer rt.deinit();
-    const listener = try TcpListener.bindIn(ioOf(rt), loopback4());
+    const listener = try TcpListener.bindIn(ioOf(rt), loopback4(), .{});
     defer listener.close();
     const client, const server = try connectedPair(rt, listener);
     defer server.close();
@@ -556,7 +687,7 @@ test "a pending read cancelled (before and after its wake-up), then the socket r
     defer watchdog.stop();
     const rt = try newRuntime(4);
     defer rt.deinit();
-    const listener = try TcpListener.bindIn(ioOf(rt), loopback4());
+    const listener = try TcpListener.bindIn(ioOf(rt), loopback4(), .{});
     defer listener.close();
     const client, const server = try connectedPair(rt, listener);
     defer client.close();
@@ -635,7 +766,7 @@ test "accept under a connection storm: four acceptors, every connection accepted
     defer rt.deinit();
     const per_acceptor: u32 = @intCast(scaled(250, 10));
     const total = 4 * per_acceptor;
-    const listener = try TcpListener.bindIn(ioOf(rt), loopback4());
+    const listener = try TcpListener.bindIn(ioOf(rt), loopback4(), .{});
     defer listener.close();
     const address = try listener.localAddress();
     var stats = ServerStats{};
@@ -666,12 +797,12 @@ test "no descriptor is leaked: /proc/self/fd is the same before the runtime and 
         defer rt.deinit();
         try testing.expect(try openFdCount() > before); // epoll + eventfd are open now
         try echoMany(rt, loopback4(), @intCast(scaled(100, 5)), 100, 2);
-        const listener = try TcpListener.bindIn(ioOf(rt), loopback4());
+        const listener = try TcpListener.bindIn(ioOf(rt), loopback4(), .{});
         const address = try listener.localAddress();
         listener.close();
         try testing.expectError(error.ConnectionRefused, rt.blockOn(TcpStream.connect(address)));
         // A connect cancelled while in progress closes its socket too.
-        const busy = try TcpListener.bindIn(ioOf(rt), loopback4());
+        const busy = try TcpListener.bindIn(ioOf(rt), loopback4(), .{});
         defer busy.close();
         var connect = TcpStream.connect(try busy.localAddress());
         var counter = Waker.Counting{};
@@ -749,7 +880,7 @@ test "runtime shutdown with connections open: waits end, tasks are cancelled, no
     var stats = ServerStats{};
     var blocking_started = std.atomic.Value(bool).init(false);
     const rt = try newRuntime(4);
-    const listener = try TcpListener.bindIn(ioOf(rt), loopback4());
+    const listener = try TcpListener.bindIn(ioOf(rt), loopback4(), .{});
     const address = try listener.localAddress();
     // Accepts one more than the idlers: the connection of the blocking function below.
     var server = try rt.spawn(Server{ .listener = listener, .expected = connections + 2, .stats = &stats });
@@ -758,7 +889,7 @@ test "runtime shutdown with connections open: waits end, tasks are cancelled, no
         var idler = try rt.spawn(Idler{ .address = address, .connected = &connected });
         idler.detach();
     }
-    const kept = try rt.blockOn(TcpStream.connect(address)); // Held across deinit (an orphan).
+    const kept = try rt.blockOn(TcpStream.connect(address)); // Held across deinit (which closes it).
     const for_blocking = try rt.blockOn(TcpStream.connect(address));
     const blocked = try rt.spawnBlocking(blockingRead, .{ for_blocking, &blocking_started });
     var waited_ms: u32 = 0;
@@ -773,7 +904,7 @@ test "runtime shutdown with connections open: waits end, tasks are cancelled, no
     try testing.expectError(error.RuntimeShutdown, ampere.blockOnThread(&handle));
     // Every echoer was cancelled (and closed its socket), none finished on its own.
     try testing.expectEqual(@as(u32, 0), stats.finished.load(.acquire));
-    // The stream held across deinit fails its operations and still closes.
+    // The stream held across deinit fails its operations; its close does nothing.
     var buffer: [4]u8 = undefined;
     var read = kept.read(&buffer);
     try testing.expectError(error.RuntimeShutdown, ampere.blockOnThread(&read));
@@ -860,7 +991,7 @@ test "a socket wakes its task with no manual registration, on a runtime that is 
     const rt = try Runtime.init(testing.allocator, .{ .workers = 4, .spin_before_park_ns = 0 });
     defer rt.deinit();
     for (0..@as(usize, scaled(20, 4))) |round| {
-        const listener = try TcpListener.bindIn(ioOf(rt), loopback4());
+        const listener = try TcpListener.bindIn(ioOf(rt), loopback4(), .{});
         defer listener.close();
         const server = try rt.spawn(OneByteEcho{ .listener = listener });
         // Every worker parks: one in epoll_wait (no timers: no timeout), three on their futex.
@@ -915,7 +1046,7 @@ test "I/O is not starved while every worker is busy (busy workers turn the drive
     defer watchdog.stop();
     const rt = try newRuntime(1);
     defer rt.deinit();
-    const listener = try TcpListener.bindIn(ioOf(rt), loopback4());
+    const listener = try TcpListener.bindIn(ioOf(rt), loopback4(), .{});
     defer listener.close();
     var done = std.atomic.Value(bool).init(false);
     const echo = try rt.spawn(EchoThenSignal{ .echo = .{ .listener = listener }, .done = &done });
@@ -1010,4 +1141,285 @@ test "lost wake-up: data reported between a read's WouldBlock and its clear is n
     try testing.expect(result == .ready);
     try testing.expectEqual(@as(usize, 4), try result.ready);
     try testing.expectEqualStrings("late", buffer[0..4]);
+}
+
+// -- a socket closed while an operation is pending (issue 20, item 5) ---------------------------
+
+/// Reads once from `stream` (which nobody writes to) and reports what the read returned. Its
+/// `cancel` cancels the read but does not close the stream: the stream belongs to the test.
+const PendingReader = struct {
+    pub const Output = anyerror!usize;
+    stream: TcpStream,
+    buffer: [8]u8 = undefined,
+    reading: ?TcpStream.Read = null,
+
+    pub fn poll(self: *PendingReader, cx: *Context) Poll(Output) {
+        if (self.reading == null) self.reading = self.stream.read(&self.buffer);
+        switch (self.reading.?.poll(cx)) {
+            .pending => return .pending,
+            .ready => |result| {
+                self.reading = null;
+                return .{ .ready = result };
+            },
+        }
+    }
+
+    pub fn cancel(self: *PendingReader) void {
+        if (self.reading) |*r| r.cancel();
+        self.reading = null;
+    }
+};
+
+/// Occupies the only worker of a runtime until `release` is set (so that a task woken or
+/// aborted meanwhile waits in the queue, deterministically).
+const Occupier = struct {
+    pub const Output = void;
+    started: *std.atomic.Value(bool),
+    release: *std.atomic.Value(bool),
+
+    pub fn poll(self: *Occupier, cx: *Context) Poll(void) {
+        _ = cx;
+        self.started.store(true, .release);
+        while (!self.release.load(.acquire)) std.Thread.yield() catch {};
+        return .{ .ready = {} };
+    }
+};
+
+fn waitForWaiter(stream: TcpStream) !void {
+    var waited_ms: u32 = 0;
+    while (!stream.registration.io.hasWaiters()) : (waited_ms += 1) {
+        if (waited_ms > 5_000) return error.TestTimedOut;
+        os.sleepNs(std.time.ns_per_ms);
+    }
+}
+
+const CloseOrder = enum { abort_then_close, close_then_abort, close_only };
+
+/// A 1-worker runtime; a task blocked in a read on `server`; the worker occupied; then abort
+/// and close (or close alone) in `order` while the task waits in the queue; then the worker
+/// runs the task's cancel (or poll). `output`: what its JoinHandle reports.
+fn closeWhileReadPending(order: CloseOrder, output: *anyerror!usize) !void {
+    const rt = try newRuntime(1);
+    defer rt.deinit();
+    const listener = try TcpListener.bindIn(ioOf(rt), loopback4(), .{});
+    defer listener.close();
+    const client, const server = try connectedPair(rt, listener);
+    defer client.close();
+    const reader = try rt.spawn(PendingReader{ .stream = server });
+    try waitForWaiter(server);
+    var started = std.atomic.Value(bool).init(false);
+    var release = std.atomic.Value(bool).init(false);
+    var occupier = try rt.spawn(Occupier{ .started = &started, .release = &release });
+    occupier.detach();
+    while (!started.load(.acquire)) std.Thread.yield() catch {};
+    switch (order) {
+        .abort_then_close => {
+            reader.abort();
+            server.close();
+        },
+        .close_then_abort => {
+            server.close();
+            reader.abort();
+        },
+        .close_only => server.close(),
+    }
+    release.store(true, .release);
+    output.* = join(rt, anyerror!usize, reader);
+    // The server's descriptor is closed once the read let go of it: the client reads EOF.
+    var buffer: [4]u8 = undefined;
+    try testing.expectEqual(@as(usize, 0), try rt.blockOn(client.read(&buffer)));
+}
+
+test "abort of a task blocked in a read, then close of its stream before the cancel runs" {
+    var watchdog = Watchdog{ .what = "abort then close" };
+    try watchdog.start();
+    defer watchdog.stop();
+    var output: anyerror!usize = 0;
+    try closeWhileReadPending(.abort_then_close, &output);
+    try testing.expectError(error.Cancelled, output);
+}
+
+test "close of a stream with a read pending, then abort of the reading task before it runs" {
+    var watchdog = Watchdog{ .what = "close then abort" };
+    try watchdog.start();
+    defer watchdog.stop();
+    var output: anyerror!usize = 0;
+    try closeWhileReadPending(.close_then_abort, &output);
+    try testing.expectError(error.Cancelled, output);
+}
+
+test "close of a stream while another task's read is pending: the read ends with SocketClosed" {
+    var watchdog = Watchdog{ .what = "close with a read pending" };
+    try watchdog.start();
+    defer watchdog.stop();
+    var output: anyerror!usize = 0;
+    try closeWhileReadPending(.close_only, &output);
+    try testing.expectError(error.SocketClosed, output);
+}
+
+/// Accepts one connection and then reads from it forever; holds the stream. Its `cancel`
+/// cancels what is pending but does not close the stream: the socket is left to the runtime's
+/// shutdown. With `read` false it waits on a sleep instead, holding the stream with no
+/// operation pending.
+const Hoarder = struct {
+    pub const Output = anyerror!void;
+    listener: TcpListener,
+    held: *std.atomic.Value(u32),
+    read: bool,
+    accepting: ?TcpListener.Accept = null,
+    stream: ?TcpStream = null,
+    reading: ?TcpStream.Read = null,
+    sleeping: ?time.Sleep = null,
+    buffer: [8]u8 = undefined,
+
+    pub fn poll(self: *Hoarder, cx: *Context) Poll(Output) {
+        if (self.stream == null) {
+            if (self.accepting == null) self.accepting = self.listener.accept();
+            switch (self.accepting.?.poll(cx)) {
+                .pending => return .pending,
+                .ready => |result| {
+                    self.accepting = null;
+                    self.stream = result catch |err| return .{ .ready = err };
+                    if (self.read) self.reading = self.stream.?.read(&self.buffer) else self.sleeping = time.sleep(3600 * std.time.ns_per_s);
+                },
+            }
+        }
+        const pending = if (self.reading) |*r| r.poll(cx) == .pending else self.sleeping.?.poll(cx) == .pending;
+        _ = self.held.fetchAdd(1, .acq_rel);
+        if (pending) return .pending;
+        return .{ .ready = error.Unexpected }; // Nobody writes; nothing wakes the sleep.
+    }
+
+    pub fn cancel(self: *Hoarder) void {
+        if (self.accepting) |*a| a.cancel();
+        if (self.reading) |*r| r.cancel();
+        if (self.sleeping) |*s| s.cancel();
+        self.accepting = null;
+        self.reading = null;
+        self.sleeping = null;
+        // self.stream is not closed: the runtime's shutdown must not leak it.
+    }
+};
+
+test "a stream left open by a future cancelled at shutdown is closed and freed by deinit" {
+    var watchdog = Watchdog{ .what = "shutdown with streams left open" };
+    try watchdog.start();
+    defer watchdog.stop();
+    const before = try openFdCount();
+    const io = testing.io;
+    var clients: [4]std.Io.net.Stream = undefined;
+    {
+        const rt = try newRuntime(2);
+        defer rt.deinit();
+        var held = std.atomic.Value(u32).init(0);
+        for (&clients, 0..) |*client, i| {
+            const listener = try TcpListener.bindIn(ioOf(rt), loopback4(), .{});
+            defer listener.close();
+            var hoarder = try rt.spawn(Hoarder{ .listener = listener, .held = &held, .read = i % 2 == 0 });
+            hoarder.detach();
+            const address = try listener.localAddress();
+            client.* = try address.connect(io, .{ .mode = .stream });
+            // A leaked server side would make the read below block: fail after 5 s instead.
+            const limit = posix.timeval{ .sec = 5, .usec = 0 };
+            try posix.setsockopt(client.socket.handle, posix.SOL.SOCKET, posix.SO.RCVTIMEO, std.mem.asBytes(&limit));
+            var waited_ms: u32 = 0;
+            while (held.load(.acquire) < i + 1) : (waited_ms += 1) {
+                if (waited_ms > 5_000) return error.TestTimedOut;
+                os.sleepNs(std.time.ns_per_ms);
+            }
+        }
+    }
+    // deinit closed the server sides the cancelled futures left open: each client reads EOF.
+    for (&clients) |*client| {
+        var buffer: [4]u8 = undefined;
+        try testing.expectEqual(@as(usize, 0), try posix.read(client.socket.handle, &buffer));
+        client.close(io);
+    }
+    try testing.expectEqual(before, try openFdCount());
+    // (testing.allocator reports any ScheduledIo that deinit did not free.)
+}
+
+test "a stream held across deinit fails with RuntimeShutdown, and its close spares the descriptor that reused its number" {
+    var watchdog = Watchdog{ .what = "stream held across deinit" };
+    try watchdog.start();
+    defer watchdog.stop();
+    const rt = try newRuntime(2);
+    const listener = try TcpListener.bindIn(ioOf(rt), loopback4(), .{});
+    const kept, const server = try connectedPair(rt, listener);
+    server.close();
+    listener.close();
+    const kept_fd = kept.registration.fd();
+    rt.deinit();
+    // deinit closed it: the lowest free numbers are handed out again, so opening descriptors
+    // until one gets `kept_fd` takes at most as many as deinit closed.
+    var opened: [64]posix.fd_t = undefined;
+    var count: usize = 0;
+    defer for (opened[0..count]) |fd| os.close(fd);
+    while (count < opened.len) {
+        opened[count] = try openDevNull();
+        count += 1;
+        if (opened[count - 1] == kept_fd) break;
+    }
+    try testing.expectEqual(kept_fd, opened[count - 1]);
+    var buffer: [4]u8 = undefined;
+    var read = kept.read(&buffer);
+    try testing.expectError(error.RuntimeShutdown, ampere.blockOnThread(&read));
+    try testing.expectError(error.RuntimeShutdown, kept.setNodelay(true));
+    kept.close(); // Must not close the /dev/null descriptor that now has its number.
+    try testing.expectEqual(posix.E.SUCCESS, linux.errno(linux.fcntl(kept_fd, posix.F.GETFD, 0)));
+}
+
+const CloseAt = struct {
+    stream: TcpStream,
+    go: *std.atomic.Value(bool),
+    delay_spins: u32,
+
+    fn run(self: *CloseAt) void {
+        while (!self.go.load(.acquire)) std.atomic.spinLoopHint();
+        for (0..self.delay_spins) |_| std.atomic.spinLoopHint();
+        self.stream.close();
+    }
+};
+
+test "abort and close of a task's stream race from two threads: the read ends one way or the other, nothing leaks" {
+    var watchdog = Watchdog{ .what = "abort racing close" };
+    try watchdog.start();
+    defer watchdog.stop();
+    const seed = ampere.testing.seed();
+    errdefer ampere.testing.reportSeed("abort racing close", seed);
+    var prng = std.Random.DefaultPrng.init(seed);
+    const before = try openFdCount();
+    {
+        const rt = try newRuntime(4);
+        defer rt.deinit();
+        const listener = try TcpListener.bindIn(ioOf(rt), loopback4(), .{});
+        defer listener.close();
+        var outcomes = [2]u32{ 0, 0 }; // Cancelled, SocketClosed
+        for (0..@as(usize, scaled(300, 30))) |_| {
+            const client, const server = try connectedPair(rt, listener);
+            defer client.close();
+            const reader = try rt.spawn(PendingReader{ .stream = server });
+            try waitForWaiter(server);
+            var go = std.atomic.Value(bool).init(false);
+            var closer = CloseAt{ .stream = server, .go = &go, .delay_spins = prng.random().uintLessThan(u32, 2000) };
+            const thread = try std.Thread.spawn(.{}, CloseAt.run, .{&closer});
+            const abort_spins = prng.random().uintLessThan(u32, 8000);
+            go.store(true, .release);
+            for (0..abort_spins) |_| std.atomic.spinLoopHint();
+            reader.abort();
+            thread.join();
+            if (join(rt, anyerror!usize, reader)) |_| {
+                return error.ReadCompleted;
+            } else |err| switch (err) {
+                error.Cancelled => outcomes[0] += 1,
+                error.SocketClosed => outcomes[1] += 1,
+                else => return err,
+            }
+            // Whichever came first, the descriptor is closed once the read let go of it.
+            var buffer: [4]u8 = undefined;
+            try testing.expectEqual(@as(usize, 0), try rt.blockOn(client.read(&buffer)));
+        }
+        try testing.expect(outcomes[0] + outcomes[1] > 0);
+    }
+    try testing.expectEqual(before, try openFdCount());
 }

@@ -133,6 +133,13 @@ pub fn stopSpinning(self: *Idle, worker: u32) void {
     assert(previous & bit(worker) != 0);
 }
 
+/// `stopSpinning` if `worker` spins (it gives the slot back before blocking, whether it took
+/// one or not). Only `worker` sets or clears its own bit, so the check cannot race.
+pub fn stopSpinningIfHeld(self: *Idle, worker: u32) void {
+    if (self.spinning.load(.monotonic) & bit(worker) == 0) return;
+    self.stopSpinning(worker);
+}
+
 /// Workers spinning now (a hint; for tests and metrics).
 pub fn spinningWorkers(self: *const Idle) u32 {
     return @popCount(self.spinning.load(.monotonic));

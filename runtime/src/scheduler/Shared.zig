@@ -32,6 +32,36 @@
 //!
 //! `notifyParked` follows the idle protocol of `Idle.zig`: the caller has published work
 //! (seq_cst, see InjectQueue/LocalQueue), then asks `Idle` whether a sleeper must be woken.
+//!
+//! ## Liveness: the drivers are never left unattended
+//!
+//! While a descriptor is registered or a timer is armed, some worker must be able to turn the
+//! drivers: the owner blocked in `epoll_wait`, or an awake worker. Sleepers other than the
+//! owner have no timeout, so when the owner leaves to run a task (woken by an event, a timer or
+//! a notification) and no other worker is awake, a sleeper is woken to take ownership
+//! (`notifyIfDriversUnattended`, from the leaving owner or, if it was notified, from its
+//! last-searcher check: `notifyIfNeeded`). That sleeper finds no work, parks and becomes the
+//! owner. Nothing registered, nothing armed: nobody is woken (blocking_spawn keeps its saving).
+//! The check reads `owner` after the leaving owner's seq_cst release and the sleepers after a
+//! parking worker's seq_cst registration, which precedes its claim of `owner`: either the
+//! parker claims ownership, or the leaving owner sees it asleep and wakes it.
+//!
+//! ## Deferred notifications
+//!
+//! A task queued because a LIFO chain hit its cap wakes nobody (`Worker.scheduleLocal`): it
+//! runs when the current poll returns. If that poll runs on — a long computation, a blocking
+//! call — the task must not wait for it while another worker sleeps. So the worker publishes
+//! the deferral in `Remote.deferred` (a new token per loop iteration) and withdraws it when
+//! the poll returns; the first deferral *arms* the watch (`watch.armed`) and kicks the driver
+//! owner (or a sleeper, which becomes owner). While armed, the owner sleeps at most
+//! `deferred_bound_ns` and at each wake-up compares every token with the one it saw the time
+//! before (`watchDeferred`): a token seen twice belongs to a poll that outlasted a bound, and
+//! the owner then issues the notification (`notifyParked`) — once per token. No deferral
+//! left: it disarms. Store-then-load on both sides (the worker stores its token then reads
+//! `armed`; the owner stores `armed = false` then reads the tokens), all seq_cst: either the
+//! worker sees the watch disarmed and kicks, or the owner sees the token and re-arms. A chain
+//! that defers every few hops and keeps going costs one owner wake-up per bound (1 kHz), not a
+//! wake-up per hop.
 
 const std = @import("std");
 const assert = std.debug.assert;
@@ -59,6 +89,29 @@ pub const Remote = struct {
     /// owner; and spins reading it); anyone unparks it. On a line of its own, apart from the
     /// queue's slots that thieves read.
     parker: Parker align(std.atomic.cache_line) = .{},
+    /// A notification the worker deferred (`Worker.deferNotification`): 0 for none, otherwise
+    /// a token that changes with every loop iteration of the worker. Written by the worker
+    /// (seq_cst when published, see "Deferred notifications"; monotonic when withdrawn), read
+    /// by the driver owner. Its own line: the worker writes it every few hops of a LIFO chain.
+    deferred: std.atomic.Value(u32) align(std.atomic.cache_line) = .init(0),
+    /// The token the driver owner saw at its previous look, and the one it last notified
+    /// for. Driver owner only (ownership hand-offs are seq_cst, so these need no atomics, like
+    /// the I/O driver's event buffer).
+    deferred_seen: u32 = 0,
+    deferred_issued: u32 = 0,
+};
+
+/// The longest a LIFO-cap hop waits for a worker while the poll of its worker runs on, before
+/// the driver owner notifies one: it is noticed within one to two bounds. Long enough that a
+/// serial chain (a lock hand-off takes ~50 ns) is never split for it, short enough that a hop
+/// queued behind a long poll is not stuck behind it (it waited 300 ms with the notification
+/// dropped).
+pub const deferred_bound_ns: u64 = 1 * std.time.ns_per_ms;
+
+/// Whether the driver owner watches deferred notifications (it then sleeps at most
+/// `deferred_bound_ns`). Its own line: deferring workers read it every few hops.
+pub const Watch = struct {
+    armed: std.atomic.Value(bool) align(std.atomic.cache_line) = .init(false),
 };
 
 allocator: Allocator,
@@ -73,6 +126,8 @@ io: IoDriver,
 /// Where this runtime's tasks go when woken or spawned (`Worker.submit`, context = self).
 task_scheduler: Header.Scheduler,
 next_task_id: TaskIds = .{},
+/// Deferred notifications are being watched (see "Deferred notifications").
+watch: Watch = .{},
 /// Events on threads that are not this runtime's workers (see `Metrics`: the only counter set
 /// written with read-modify-writes, by any thread).
 external_metrics: Metrics.Counters = .{},
@@ -171,6 +226,70 @@ pub fn notifyParkedForLocalPush(self: *Shared) bool {
     return true;
 }
 
+/// A searcher that found work and was the last one: wake another worker if a queue holds work
+/// or the drivers would be left unattended. True if it unparked one.
+pub fn notifyIfNeeded(self: *Shared) bool {
+    if (self.notifyIfWorkPending()) return true;
+    return self.notifyIfDriversUnattended();
+}
+
+/// Nobody owns the drivers although something is registered or armed: wake a sleeper, which
+/// will become the owner (see "Liveness"). True if it unparked one.
+pub fn notifyIfDriversUnattended(self: *Shared) bool {
+    if (self.driver.owner.load(.seq_cst) != Driver.no_owner) return false;
+    if (!self.io.hasRegistrations() and !self.driver.hasTimers()) return false;
+    return self.notifyParked();
+}
+
+/// Worker `index` deferred a notification (`token`, never 0): publish it and make sure the
+/// driver owner watches (see "Deferred notifications").
+pub fn publishDeferred(self: *Shared, index: u32, token: u32) void {
+    assert(token != 0);
+    self.remotes[index].deferred.store(token, .seq_cst);
+    if (self.watch.armed.load(.seq_cst)) return; // The common case: a load, no write.
+    if (self.watch.armed.swap(true, .seq_cst)) return;
+    _ = self.kickOwnerOrSleeper();
+}
+
+/// Driver owner only: issues the deferred notifications whose poll outlasted a bound (see
+/// "Deferred notifications"), and disarms the watch when none is left. True if it unparked a
+/// worker.
+pub fn watchDeferred(self: *Shared) bool {
+    if (!self.watch.armed.load(.seq_cst)) return false;
+    var pending = false;
+    var overdue = false;
+    for (self.remotes) |*remote| {
+        const token = remote.deferred.load(.seq_cst);
+        defer remote.deferred_seen = token;
+        if (token == 0) continue;
+        pending = true;
+        if (token != remote.deferred_seen or token == remote.deferred_issued) continue;
+        if (remote.local.isEmpty()) continue; // Taken by a searcher meanwhile.
+        remote.deferred_issued = token;
+        overdue = true;
+    }
+    if (overdue) return self.notifyParked();
+    if (pending) return false;
+    self.watch.armed.store(false, .seq_cst);
+    // A deferral published before the store above may have seen the watch armed and kicked
+    // nobody: look once more.
+    for (self.remotes) |*remote| {
+        if (remote.deferred.load(.seq_cst) != 0) {
+            self.watch.armed.store(true, .seq_cst);
+            break;
+        }
+    }
+    return false;
+}
+
+/// How long the driver owner may sleep: until the next timer, and at most a deferral bound
+/// while the watch is armed. Null: no limit.
+pub fn ownerTimeoutNs(self: *Shared) ?u64 {
+    const timer_ns = self.driver.parkTimeoutNs();
+    if (!self.watch.armed.load(.seq_cst)) return timer_ns;
+    return @min(timer_ns orelse deferred_bound_ns, deferred_bound_ns);
+}
+
 /// The last searcher going to sleep re-checks every queue once more. True if it unparked a
 /// worker.
 pub fn notifyIfWorkPending(self: *Shared) bool {
@@ -194,14 +313,20 @@ pub fn submitRemote(self: *Shared, task: *Header) void {
 /// The timer driver's earliest deadline moved earlier: make a sleeping worker re-arm.
 fn kickTimer(ctx: *anyopaque) void {
     const self: *Shared = @ptrCast(@alignCast(ctx));
+    if (self.kickOwnerOrSleeper()) self.externalRecorder().count(.unparks_issued, 1);
+}
+
+/// Makes the driver owner re-compute its timeout (or, with no owner, a sleeper, which then
+/// claims ownership), without changing anyone's registration. True if it unparked one.
+fn kickOwnerOrSleeper(self: *Shared) bool {
     const owner = self.driver.owner.load(.seq_cst);
     if (owner != Driver.no_owner) {
         assert(owner < self.remotes.len);
         self.remotes[owner].parker.unpark();
     } else if (self.idle.anySleeper()) |index| {
         self.remotes[index].parker.unpark();
-    } else return;
-    self.externalRecorder().count(.unparks_issued, 1);
+    } else return false;
+    return true;
 }
 
 /// A task's output (or Cancelled) is stored by the thread holding `running`: complete it and
@@ -239,7 +364,7 @@ pub fn cancelIdleTask(self: *Shared, task: *Header) bool {
 
 test "fields written by every spawn, wake or park own their cache lines" {
     const line = std.atomic.cache_line;
-    const written = [_][]const u8{ "inject", "idle", "next_task_id", "driver", "external_metrics" };
+    const written = [_][]const u8{ "inject", "idle", "next_task_id", "driver", "watch", "external_metrics" };
     const Span = struct { first: usize, last: usize };
     const span = struct {
         fn of(comptime name: []const u8) Span {

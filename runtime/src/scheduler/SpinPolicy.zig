@@ -147,17 +147,6 @@ pub fn spinIo(self: *SpinPolicy, parker: *Parker, spin_ns: u64, recorder: Metric
     return woken;
 }
 
-/// The driver owner's park: spins per `spin_ns` (turning the driver), then blocks in the I/O
-/// driver until an event, an unpark, or `timeout_ns` (null: no timer; the spin counts towards
-/// it). The caller dispatched the events already queued first (`Parker.pollIo`).
-pub fn parkIo(self: *SpinPolicy, parker: *Parker, timeout_ns: ?u64, spin_ns: u64, recorder: Metrics.Recorder) void {
-    const limit_ns = timeout_ns orelse std.math.maxInt(u64);
-    if (limit_ns == 0) return; // A timer is due: the caller fires it.
-    const spin_part_ns = @min(spin_ns, limit_ns);
-    if (spin_part_ns > 0 and self.spinIo(parker, spin_part_ns, recorder)) return;
-    parker.parkIo(if (timeout_ns) |ns| ns - spin_part_ns else null);
-}
-
 /// Spins per `spin_ns` (0: not at all), then sleeps on `parker` until it is unparked.
 pub fn park(self: *SpinPolicy, parker: *Parker, spin_ns: u64, recorder: Metrics.Recorder) void {
     if (spin_ns > 0 and self.spin(parker, spin_ns, recorder)) return;

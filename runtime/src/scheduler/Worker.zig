@@ -37,6 +37,12 @@
 //!   `epoll_wait` is not lost either. Shutdown unparks every worker the same way.
 //! - Tasks woken by the events the owner dispatches go to its own LIFO slot and queue (it is a
 //!   worker thread), and `notifyParked` wakes a sleeper for the ones it cannot run first.
+//! - An owner that leaves the driver to run a task must not leave the drivers unattended while
+//!   something is registered or armed: if no other worker is awake it wakes a sleeper, which
+//!   becomes the owner (`park`, and the last-searcher check of `runTask`; Shared.zig,
+//!   "Liveness").
+//! - EINTR ends a blocking turn early (io/Driver.zig, `wait`); the park loop recomputes the
+//!   timeout.
 //!
 //! ## Routing (`submit`)
 //!
@@ -65,7 +71,15 @@
 //!
 //! With nothing to do anywhere, the worker registers as asleep (`Idle`), then — per its
 //! `SpinPolicy` — may spin for a notification (holding the runtime's single spinning slot,
-//! unless it expects a wake-up it caused) before it sleeps on its futex.
+//! unless it expects a wake-up it caused) before it sleeps on its futex. It gives the slot
+//! back when the spin ends, before it blocks: the slot names a thread whose wake-up is a store.
+//!
+//! ## Deferred notifications
+//!
+//! The LIFO-cap push that wakes nobody (above) publishes a deferral instead
+//! (`deferNotification`), withdrawn at the next loop iteration; the driver owner issues the
+//! notification if the same poll is still running a bound later (Shared.zig, "Deferred
+//! notifications").
 
 const std = @import("std");
 const assert = std.debug.assert;
@@ -94,6 +108,9 @@ rng_state: u64,
 spin: SpinPolicy,
 /// This worker's event counts (owner writes, anyone reads; see `Metrics`).
 metrics: Metrics.Counters = .{},
+/// A notification was deferred (`scheduleLocal`) and is published in `Remote.deferred`; the
+/// next loop iteration (the poll returned) withdraws it.
+deferred_published: bool = false,
 
 /// The worker whose thread this is (null on every other thread).
 threadlocal var current_worker: ?*Worker = null;
@@ -152,6 +169,7 @@ pub fn run(self: *Worker) void {
     const shared = self.shared;
     while (!shared.isShuttingDown()) {
         self.tick +%= 1;
+        if (self.deferred_published) self.withdrawDeferred();
         if (self.tick % shared.options.event_interval == 0) self.maintenance();
         if (self.nextTask()) |task| {
             self.runTask(task);
@@ -243,15 +261,16 @@ fn runTask(self: *Worker, task: *Header) void {
     if (self.is_searching) {
         self.is_searching = false;
         // The last searcher to find work wakes another worker only if a queue still holds
-        // work (its own, after a stolen batch, included). Tokio wakes one unconditionally;
-        // with one task in flight (a blocking hand-off, a reply) that woke a worker per task
-        // to find nothing and park again (0.8 unparks and ~20 µs of spin per blocking_spawn
-        // op at 2-4 workers). Nothing is lost, by the argument of `park`'s last-searcher
-        // check (Idle.zig, "Rules"): a pusher publishes its task, then does a read-modify-
-        // write on `state`; this decrement is one too, so either the pusher's comes later
-        // and sees searching == 0 (it wakes a worker), or it came first and this worker's
-        // queue checks, after the decrement, see the task.
-        if (shared.idle.transitionWorkerFromSearching() and shared.notifyIfWorkPending()) {
+        // work (its own, after a stolen batch, included) or the drivers would be left
+        // unattended (`Shared.notifyIfNeeded`). Tokio wakes one unconditionally; with one
+        // task in flight (a blocking hand-off, a reply) and nothing registered with the
+        // drivers, that woke a worker per task to find nothing and park again (0.8 unparks
+        // and ~20 µs of spin per blocking_spawn op at 2-4 workers). Nothing is lost, by the
+        // argument of `park`'s last-searcher check (Idle.zig, "Rules"): a pusher publishes
+        // its task, then does a read-modify-write on `state`; this decrement is one too, so
+        // either the pusher's comes later and sees searching == 0 (it wakes a worker), or it
+        // came first and this worker's queue checks, after the decrement, see the task.
+        if (shared.idle.transitionWorkerFromSearching() and shared.notifyIfNeeded()) {
             self.metrics.bump(.unparks_issued);
         }
     }
@@ -313,10 +332,12 @@ fn scheduleLocal(self: *Worker, task: *Header, yielded: bool) void {
         // poll returns. Waking a worker for it only hands the next hop of a serial chain (a
         // lock hand-off, a ping-pong) to another CPU, which then fights this one for the same
         // lock or channel: with a contended mutex at 2 workers that was a wake-up every ~4
-        // ops and 2x the CPU per op. A searcher may still steal it.
+        // ops and 2x the CPU per op. A searcher may still steal it. The notification is
+        // deferred, not dropped: should the current poll run on past `deferred_bound_ns`,
+        // the driver owner issues it (`deferNotification`, "Deferred notifications").
         const was_empty = self.local().isEmpty();
         self.pushBack(task);
-        if (was_empty) return;
+        if (was_empty) return self.deferNotification();
     } else {
         const previous = self.lifo;
         self.lifo = task;
@@ -362,36 +383,55 @@ fn park(self: *Worker) void {
     self.metrics.bump(.parks);
     if (last_searcher and shared.notifyIfWorkPending()) self.metrics.bump(.unparks_issued);
     while (!shared.isShuttingDown()) {
-        self.parkOnce();
+        const was_owner = self.parkOnce();
         self.metrics.bump(.park_wakeups);
         _ = shared.driver.processIfDue();
-        if (self.transitionFromParked()) return;
+        if (self.transitionFromParked()) {
+            // A driver owner that leaves to run work it found itself (a timer or I/O event
+            // scheduled it here) must not leave the drivers unattended while another worker
+            // sleeps without a timeout (see "The driver owner"). A notified one is searching:
+            // its last-searcher check in `runTask` does the same.
+            if (was_owner and !self.is_searching and shared.notifyIfDriversUnattended()) {
+                self.metrics.bump(.unparks_issued);
+            }
+            return;
+        }
     }
 }
 
 /// Sleeps until unparked, spinning first if the spin policy says so. A worker that claims
 /// driver ownership sleeps in the I/O driver instead, until an event, the next timer deadline
-/// or an unpark (see "The driver owner" in the module comment).
-fn parkOnce(self: *Worker) void {
+/// or an unpark (see "The driver owner" in the module comment). True if it was the owner.
+/// The spinning slot is given back as soon as the spin ends, before the thread blocks: a
+/// sleeper holding it would keep other workers from spinning and make notifiers choose it
+/// for the "cheap" wake-up (a memory write) that is really a futex or eventfd wake-up.
+fn parkOnce(self: *Worker) bool {
     const driver = &self.shared.driver;
     hook.reachedBy(.worker_before_owner_claim, self);
     if (driver.owner.cmpxchgStrong(Driver.no_owner, self.index, .seq_cst, .seq_cst) == null) {
         defer driver.owner.store(Driver.no_owner, .seq_cst);
         // Events already queued come first: their tasks run without any sleep or spin.
-        if (self.parker().pollIo()) return;
+        if (self.parker().pollIo()) return true;
+        // A deferred notification whose worker is still in the same poll is issued now.
+        if (self.shared.watchDeferred()) self.metrics.bump(.unparks_issued);
         // Read the deadline *after* becoming the owner: a registration that stored an earlier
         // deadline before our compare-and-swap saw no owner and kicked nobody (or another
         // sleeper), so we must see its deadline here. Store-then-load on both sides (owner vs
         // next_deadline_ms), all seq_cst.
-        const timeout_ns = driver.parkTimeoutNs();
-        const spin_ns = self.claimSpin();
-        defer self.releaseSpin(spin_ns);
-        self.spin.parkIo(self.parker(), timeout_ns, spin_ns, self.recorder());
-        return;
+        const timeout_ns = self.shared.ownerTimeoutNs();
+        const limit_ns = timeout_ns orelse std.math.maxInt(u64);
+        if (limit_ns == 0) return true; // A timer is due: the caller fires it.
+        const spin_ns = @min(self.claimSpin(), limit_ns);
+        const woken = spin_ns > 0 and self.spin.spinIo(self.parker(), spin_ns, self.recorder());
+        self.releaseSpin();
+        if (!woken) self.parker().parkIo(if (timeout_ns) |ns| ns - spin_ns else null);
+        return true;
     }
     const spin_ns = self.claimSpin();
-    defer self.releaseSpin(spin_ns);
-    self.spin.park(self.parker(), spin_ns, self.recorder());
+    const woken = spin_ns > 0 and self.spin.spin(self.parker(), spin_ns, self.recorder());
+    self.releaseSpin();
+    if (!woken) self.parker().park();
+    return false;
 }
 
 /// How long this park may spin (0: sleep at once): the policy's plan, and the runtime's
@@ -407,8 +447,28 @@ fn claimSpin(self: *Worker) u64 {
     return plan.spin_ns;
 }
 
-fn releaseSpin(self: *Worker, spin_ns: u64) void {
-    if (spin_ns > 0) self.shared.idle.stopSpinning(self.index);
+/// Gives the spinning slot back if this worker holds it (after a spin, before blocking).
+fn releaseSpin(self: *Worker) void {
+    self.shared.idle.stopSpinningIfHeld(self.index);
+}
+
+/// The LIFO-cap hop just queued (`scheduleLocal`) runs when the current poll returns; if that
+/// poll runs on, the driver owner notifies a worker for it (`Shared.watchDeferred`).
+fn deferNotification(self: *Worker) void {
+    assert(!self.deferred_published or self.shared.remotes[self.index].deferred.load(.monotonic) != 0);
+    // Never 0 (that means none); a new value per loop iteration, so the owner can tell a poll
+    // that is still running from a later one.
+    const token = self.tick | (1 << 31);
+    self.deferred_published = true;
+    self.shared.publishDeferred(self.index, token);
+}
+
+/// Back in the run loop: the poll that deferred a notification returned, and this worker
+/// takes its queued task itself (or a thief did).
+fn withdrawDeferred(self: *Worker) void {
+    assert(self.deferred_published);
+    self.deferred_published = false;
+    self.shared.remotes[self.index].deferred.store(0, .monotonic);
 }
 
 /// Every `event_interval` ticks: fire due timers and, when nobody owns the drivers (a parked

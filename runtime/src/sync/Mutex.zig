@@ -15,21 +15,26 @@
 //!
 //! Like Tokio's, the mutex has no owner thread or task. It guards no data by itself (Tokio's
 //! `Mutex<T>` does): whoever holds a `Guard` may touch what the mutex protects until it calls
-//! `unlock` on it, exactly once. Cancelling a pending `Lock` future withdraws it; a `Lock`
-//! that was handed the permit but is cancelled before it observed it passes the permit on
-//! (see `Semaphore.Acquire.cancel`).
+//! `unlock` on it, exactly once. A guard is a value: `unlock` takes it as it is, so the one
+//! `tryLock` returns can be unlocked where it is captured (`if (m.tryLock()) |g| g.unlock()`).
+//! Cancelling a pending `Lock` future withdraws it; a `Lock` that was handed the permit but is
+//! cancelled before it observed it passes the permit on (see `Semaphore.Acquire.cancel`).
 //!
 //! Misuse is detected in every build mode (ReleaseFast included) and panics:
 //!
-//! - `unlock` of a guard already unlocked: the guard's pointer is cleared by `unlock`, and a
-//!   second `unlock` of the same guard finds it null. This holds whatever happened to the
-//!   mutex in between (another task may have locked it since). When the guard's history is
-//!   visible to the optimiser (locked and unlocked in one function) the check folds away.
-//! - an unlock of a mutex that is not locked (a copy of a guard unlocked after the original,
-//!   or a guard made by hand): the fetch-add returns a word other than 0 or `queued`, which
-//!   the compare above already sends to the slow path; no extra instruction on the fast path.
-//!   Not detectable: an unlock through a stale copy of a guard while another holder has the
-//!   lock (the mutex has no owner to compare with; Zig cannot forbid the copy).
+//! - `unlock` of a guard whose lock period is over (the guard, or a copy of it, was unlocked
+//!   already): `epoch` counts the unlocks, a guard records it when it is made, and `unlock`
+//!   compares the two before it counts its own. This holds whatever happened to the mutex in
+//!   between: another task may hold it now (its guard has the newer epoch).
+//! - an unlock of a mutex that is not locked (a guard made by hand): the fetch-add returns a
+//!   word other than 0 or `queued`, which the compare above already sends to the slow path.
+//!   Not detectable: an unlock through a copy of the current holder's guard (it matches); the
+//!   holder's own unlock then panics.
+//!
+//! The epoch is written only by the holder (at `unlock`, before the release fetch-add), so the
+//! permit's acquire/release order every legitimate access; a misused guard may read it while
+//! another task holds the lock, hence an atomic (monotonic). Cost: a load at acquisition, a
+//! load, compare and store at `unlock`, on the line of the word the CAS already owns.
 
 const std = @import("std");
 const assert = std.debug.assert;
@@ -40,9 +45,11 @@ const Context = future.Context;
 const Mutex = @This();
 
 semaphore: Semaphore,
+/// Unlocks so far (wrapping; see the module comment).
+epoch: std.atomic.Value(u64) = .init(0),
 
-/// Panic message of `Guard.unlock` called a second time on the same guard.
-pub const double_unlock_message = "ampere.sync.Mutex: double unlock (this guard was already unlocked)";
+/// Panic message of `Guard.unlock` of a guard that (or a copy of which) was unlocked already.
+pub const double_unlock_message = "ampere.sync.Mutex: double unlock (this guard, or a copy of it, was already unlocked)";
 /// Panic message of an unlock that found the mutex unlocked.
 pub const not_locked_message = "ampere.sync.Mutex: unlock of a mutex that is not locked";
 
@@ -53,7 +60,7 @@ pub fn init() Mutex {
 /// Locks if the mutex is free and nobody is waiting (one compare-and-swap); null otherwise.
 pub fn tryLock(self: *Mutex) ?Guard {
     if (!self.semaphore.tryAcquireWhole(1)) return null;
-    return .{ .mutex = self };
+    return Guard.begin(self);
 }
 
 /// A future that locks the mutex (FIFO). Output: `Guard`.
@@ -69,19 +76,25 @@ pub fn isLocked(self: *const Mutex) bool {
 /// The future of `lock()`: Output `Guard` (a mutex's semaphore is never closed).
 pub const Lock = Semaphore.AcquireNeverClosed(Guard, Guard.acquired);
 
-/// Proof of holding the lock. `unlock` releases it; the guard is spent afterwards. Keep it in
-/// a `var` (`unlock` clears it) and do not copy it: a copy is a second key to one lock.
+/// Proof of holding the lock. `unlock` releases it; the guard (and every copy of it) is spent
+/// afterwards.
 pub const Guard = struct {
-    /// The locked mutex; null once `unlock` ran.
-    mutex: ?*Mutex,
+    mutex: *Mutex,
+    /// `mutex.epoch` when the lock was taken.
+    epoch: u64,
+
+    fn begin(mutex: *Mutex) Guard {
+        // Monotonic: the permit's acquire ordered the last unlock's increment before this.
+        return .{ .mutex = mutex, .epoch = mutex.epoch.load(.monotonic) };
+    }
 
     fn acquired(semaphore: *Semaphore) Guard {
-        return .{ .mutex = @fieldParentPtr("semaphore", semaphore) };
+        return begin(@fieldParentPtr("semaphore", semaphore));
     }
 
     /// Unlocks; the oldest waiter, if any, gets the lock directly. Panics (every build mode)
     /// on a guard already unlocked and on a mutex that is not locked.
-    pub fn unlock(self: *Guard) void {
+    pub fn unlock(self: Guard) void {
         self.unlockChecked() catch |err| switch (err) {
             error.DoubleUnlock => @panic(double_unlock_message),
             error.NotLocked => @panic(not_locked_message),
@@ -90,9 +103,12 @@ pub const Guard = struct {
 
     /// `unlock`, with the misuse returned instead of panicking (for the tests). After
     /// error.NotLocked the mutex holds a second permit: the caller must not go on.
-    fn unlockChecked(self: *Guard) error{ DoubleUnlock, NotLocked }!void {
-        const mutex = self.mutex orelse return error.DoubleUnlock;
-        self.mutex = null;
+    fn unlockChecked(self: Guard) error{ DoubleUnlock, NotLocked }!void {
+        const mutex = self.mutex;
+        const epoch = mutex.epoch.load(.monotonic);
+        if (epoch != self.epoch) return error.DoubleUnlock;
+        // Before the release below: the next holder's guard records the new epoch.
+        mutex.epoch.store(epoch +% 1, .monotonic);
         // While we hold the permit the word has none: 0, or `queued` (waiters).
         mutex.semaphore.releaseHeld(1, 0) catch return error.NotLocked;
     }
@@ -112,15 +128,16 @@ fn expectLocked(lock_future: *Lock, cx: *Context) !Guard {
 test "tryLock and unlock" {
     var m = Mutex.init();
     try testing.expect(!m.isLocked());
-    var guard = m.tryLock() orelse return error.TestExpectedLock;
-    try testing.expectEqual(&m, guard.mutex.?);
+    const guard = m.tryLock() orelse return error.TestExpectedLock;
+    try testing.expectEqual(&m, guard.mutex);
     try testing.expect(m.isLocked());
     try testing.expect(m.tryLock() == null);
     guard.unlock();
-    try testing.expect(guard.mutex == null);
     try testing.expect(!m.isLocked());
-    var again = m.tryLock() orelse return error.TestExpectedLock;
-    again.unlock();
+    // The guard unlocked where it is captured, without a `var` (issue 20).
+    if (m.tryLock()) |g| g.unlock() else return error.TestExpectedLock;
+    try testing.expect(!m.isLocked());
+    try testing.expectEqual(@as(u64, 2), m.epoch.load(.monotonic));
 }
 
 test "lock is FIFO and tryLock does not barge past waiters" {
@@ -143,7 +160,8 @@ test "lock is FIFO and tryLock does not barge past waiters" {
         try testing.expectEqual(@as(u32, 1), counters[i].wakeCount());
         if (i + 1 < 3) try testing.expectEqual(@as(u32, 0), counters[i + 1].wakeCount());
         held = try expectLocked(&locks[i], &contexts[i]);
-        try testing.expectEqual(&m, held.mutex.?);
+        try testing.expectEqual(&m, held.mutex);
+        try testing.expectEqual(@as(u64, i + 1), held.epoch);
     }
     held.unlock();
     try testing.expect(!m.isLocked());
@@ -170,7 +188,7 @@ test "lost wake-up: unlock between the failed fast path and the lock" {
     var m = Mutex.init();
     var held = m.tryLock() orelse return error.TestExpectedLock;
     const Unlock = struct {
-        fn run(guard: *Guard) void {
+        fn run(guard: *const Guard) void {
             guard.unlock();
         }
     };
@@ -186,23 +204,27 @@ test "lost wake-up: unlock between the failed fast path and the lock" {
     try testing.expect(!m.isLocked());
 }
 
-test "misuse: a guard unlocked twice, and an unlock of a mutex that is not locked" {
+test "misuse: a guard unlocked twice, a copy unlocked after it, and an unlock of a mutex that is not locked" {
     var m = Mutex.init();
-    var guard = m.tryLock() orelse return error.TestExpectedLock;
-    var copy = guard;
+    const guard = m.tryLock() orelse return error.TestExpectedLock;
+    const copy = guard;
     try guard.unlockChecked();
     try testing.expectError(error.DoubleUnlock, guard.unlockChecked());
-    // Detected through the guard even after another holder locked the mutex meanwhile.
-    var other = m.tryLock() orelse return error.TestExpectedLock;
+    try testing.expectError(error.DoubleUnlock, copy.unlockChecked());
+    // Detected through the guard even after another holder locked the mutex meanwhile, and
+    // the holder's lock is left alone.
+    const other = m.tryLock() orelse return error.TestExpectedLock;
     try testing.expectError(error.DoubleUnlock, guard.unlockChecked());
+    try testing.expectError(error.DoubleUnlock, copy.unlockChecked());
     try testing.expect(m.isLocked());
     try other.unlockChecked();
-    // The copy still points at the mutex, which is free now: the word says so.
-    try testing.expectError(error.NotLocked, copy.unlockChecked());
+    // A guard made by hand for a free mutex: the word says it is not locked.
+    const forged = Guard{ .mutex = &m, .epoch = m.epoch.load(.monotonic) };
+    try testing.expectError(error.NotLocked, forged.unlockChecked());
 }
 
 test "misuse: the panics abort a ReleaseFast program with their messages" {
     const misuse = @import("misuse_tests.zig");
     try misuse.expectPanic("mutex_double_unlock", double_unlock_message);
-    try misuse.expectPanic("mutex_unlock_copy", not_locked_message);
+    try misuse.expectPanic("mutex_unlock_copy", double_unlock_message);
 }

@@ -16,6 +16,7 @@ const Scenario = enum {
     mutex_unlock_copy,
     rwlock_read_double_unlock,
     rwlock_read_unlock_copy,
+    rwlock_read_unlock_after_writer,
     rwlock_write_double_unlock,
     rwlock_write_unlock_copy,
 };
@@ -58,6 +59,10 @@ fn run(scenario: Scenario) void {
             reader.unlock();
             var writer = rwlock.tryWrite() orelse fail("tryWrite failed on a free lock");
             writer.unlock();
+            // Guards unlocked where they are captured.
+            if (mutex.tryLock()) |g| g.unlock() else fail("tryLock failed on a free mutex");
+            if (rwlock.tryRead()) |g| g.unlock() else fail("tryRead failed on a free lock");
+            if (rwlock.tryWrite()) |g| g.unlock() else fail("tryWrite failed on a free lock");
         },
         .mutex_double_unlock => {
             var guard = mutex.tryLock() orelse fail("tryLock failed on a free mutex");
@@ -82,6 +87,14 @@ fn run(scenario: Scenario) void {
             var copy = opaquePtr(&guard).*;
             guard.unlock();
             copy.unlock();
+        },
+        .rwlock_read_unlock_after_writer => {
+            var guard = rwlock.tryRead() orelse fail("tryRead failed on a free lock");
+            const again = opaquePtr(&guard);
+            guard.unlock();
+            const writer = rwlock.tryWrite() orelse fail("tryWrite failed on a free lock");
+            again.unlock();
+            writer.unlock();
         },
         .rwlock_write_double_unlock => {
             var guard = rwlock.tryWrite() orelse fail("tryWrite failed on a free lock");

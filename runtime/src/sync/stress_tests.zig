@@ -93,8 +93,7 @@ const MutexShared = struct {
     fn worker(self: *MutexShared, index: usize) void {
         for (0..self.iterations) |i| {
             if ((i + index) % 8 == 0) {
-                if (self.mutex.tryLock()) |held| {
-                    var guard = held;
+                if (self.mutex.tryLock()) |guard| {
                     self.critical();
                     guard.unlock();
                     continue;

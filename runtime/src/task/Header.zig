@@ -343,7 +343,8 @@ pub fn registerJoinWaker(self: *Header, waker: *const Waker) JoinPoll {
     }
 }
 
-/// The JoinHandle goes away (consumed, detached or cancelled): clears `join_interest` (and
+/// The JoinHandle goes away (consumed, detached, or dropped by a combinator through the
+/// future protocol's `cancel`, which detaches): clears `join_interest` (and
 /// `join_waker` if the task has not completed, taking the slot back), drops the waker in the
 /// slot if the slot is ours, and drops the handle's reference.
 pub fn dropJoinHandle(self: *Header) void {

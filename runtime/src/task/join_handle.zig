@@ -6,9 +6,22 @@
 //! that completes the task wakes it. It never spins and never runs other tasks on the
 //! awaiter's stack.
 //!
+//! Three ways to stop caring, named for what they do to the *task*:
+//!
+//! - `abort()` cancels the task (Tokio's `JoinHandle::abort`): it requests cancellation, and
+//!   the next time a worker takes the task it calls the task future's `cancel` instead of
+//!   `poll`; awaiting the handle then yields `error.Cancelled` (or the output, if the task
+//!   completed first). The handle itself is untouched: it must still be awaited or detached.
+//! - `detach()` gives up the handle and leaves the task alone: it runs on, and its output is
+//!   dropped when it completes (Tokio: dropping the `JoinHandle`).
+//! - `cancel()` is not a user call but the future protocol's (future.zig): a combinator
+//!   (`select`, `timeout`, `joinAll`, task shutdown) that drops a pending `JoinHandle` calls it
+//!   to end *the await*. It detaches, exactly as dropping a `JoinHandle` in Tokio does, so a
+//!   `timeout` around a `JoinHandle` stops waiting for the task without cancelling it; to
+//!   cancel the task, `abort` it.
+//!
 //! Every handle must end in exactly one of: awaited to completion (it releases itself then),
-//! `detach()`, or `cancel()` (the same as detach, for combinators). `abort()` requests
-//! cancellation; the handle must still be awaited or detached afterwards.
+//! `detach()`, or the protocol's `cancel()`.
 
 const std = @import("std");
 const future = @import("../future.zig");
@@ -44,9 +57,9 @@ pub fn JoinHandle(comptime T: type) type {
             }
         }
 
-        /// Requests cancellation: the task's future is cancelled (not polled again) the next
-        /// time a worker takes it, and the handle then yields `error.Cancelled` — unless the
-        /// task completed first.
+        /// Cancels the task: requests cancellation, so the task's future is cancelled (not
+        /// polled again) the next time a worker takes it, and the handle then yields
+        /// `error.Cancelled` — unless the task completed first. The handle stays valid.
         pub fn abort(self: *const Self) void {
             if (self.raw) |header| header.abort();
         }
@@ -60,7 +73,9 @@ pub fn JoinHandle(comptime T: type) type {
             assert(self.raw == null);
         }
 
-        /// Future-contract cancellation (used by select/timeout/task shutdown): detaches.
+        /// The future protocol's `cancel` (called by combinators that drop a pending handle:
+        /// select, timeout, joinAll, task shutdown): ends the await by detaching. It does
+        /// not cancel the task — `abort` does (module comment).
         pub fn cancel(self: *Self) void {
             self.detach();
         }

@@ -205,6 +205,12 @@ pub fn processIfDue(self: *Driver) usize {
     return self.process(now);
 }
 
+/// Whether a timer may be armed (a cancelled one may still count until the next firing pass:
+/// the answer errs on the side of "yes"). Seq_cst, like every access to `next_deadline_ms`.
+pub fn hasTimers(self: *const Driver) bool {
+    return self.next_deadline_ms.load(.seq_cst) != none;
+}
+
 /// How long a parked timer owner should sleep, or null for "no timers".
 pub fn parkTimeoutNs(self: *const Driver) ?u64 {
     const next = self.next_deadline_ms.load(.seq_cst);
