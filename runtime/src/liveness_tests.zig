@@ -9,6 +9,7 @@
 
 const std = @import("std");
 const os = @import("os.zig");
+const future = @import("future.zig");
 const testing = std.testing;
 const posix = std.posix;
 const linux = std.os.linux;
@@ -57,7 +58,7 @@ const LateSleep = struct {
     sleep: ?time.Sleep = null,
 
     pub fn poll(self: *LateSleep, cx: *Context) Poll(u64) {
-        if (self.sleep == null) {
+        if (future.isNull(&self.sleep)) {
             self.start_ns = clock.nowNs();
             self.sleep = time.sleep(self.duration_ns);
         }
@@ -107,7 +108,7 @@ const AcceptOnce = struct {
     accept: ?net.TcpListener.Accept = null,
 
     pub fn poll(self: *AcceptOnce, cx: *Context) Poll(u64) {
-        if (self.accept == null) self.accept = self.listener.accept();
+        if (future.isNull(&self.accept)) self.accept = self.listener.accept();
         switch (self.accept.?.poll(cx)) {
             .pending => return .pending,
             .ready => |result| {

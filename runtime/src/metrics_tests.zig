@@ -211,9 +211,11 @@ test "spin policy: at most one worker spins at a time, and spins are counted" {
     // No blocking hand-off here, so no worker had a reason to spin beside the slot holder.
     try testing.expect(max_spinning <= 1);
     const delta = rt.metrics().minus(&before);
-    // A worker spins at most once per return from its futex or spin (`park_wakeups`).
+    // A worker spins at most once per return from its futex or spin (`park_wakeups`), plus
+    // the park it may be in now: a spin that timed out is counted before the worker blocks,
+    // its wake-up only when it returns (the snapshot is exact per counter, not across them).
     for (delta.workers()) |counts| {
-        try testing.expect(counts.get(.spins_woken) + counts.get(.spins_timed_out) <= counts.get(.park_wakeups));
+        try testing.expect(counts.get(.spins_woken) + counts.get(.spins_timed_out) <= counts.get(.park_wakeups) + 1);
     }
 }
 

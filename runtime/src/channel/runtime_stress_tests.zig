@@ -680,7 +680,7 @@ const ImpatientReceiver = struct {
     receiving: ?time.Timeout(Reply.RecvFuture) = null,
 
     pub fn poll(self: *ImpatientReceiver, cx: *Context) Poll(void) {
-        if (self.receiving == null) self.receiving = time.timeout(self.rx.recv(), self.limit_ns);
+        if (future.isNull(&self.receiving)) self.receiving = time.timeout(self.rx.recv(), self.limit_ns);
         switch (self.receiving.?.poll(cx)) {
             .pending => return .pending,
             .ready => |result| {
@@ -919,7 +919,7 @@ const BusyReceiver = struct {
 
     pub fn poll(self: *BusyReceiver, cx: *Context) Poll(void) {
         while (true) {
-            if (self.receiving == null) self.receiving = self.receiver.recv();
+            if (future.isNull(&self.receiving)) self.receiving = self.receiver.recv();
             const result = switch (self.receiving.?.poll(cx)) {
                 .pending => {
                     self.pending_polls += 1;

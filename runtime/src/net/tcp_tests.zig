@@ -25,6 +25,7 @@ const scaled = ampere.testing.scaled;
 const hook = @import("../hook.zig");
 const Parker = @import("../Parker.zig");
 const os = @import("../os.zig");
+const future = @import("../future.zig");
 const sys = @import("sys.zig");
 const clock = @import("../time/clock.zig");
 
@@ -1016,7 +1017,7 @@ const Spinner = struct {
         while (true) {
             if (self.stop.load(.acquire)) return .{ .ready = true };
             if (time.nowNs() > self.deadline_ns) return .{ .ready = false };
-            if (self.yielding == null) self.yielding = ampere.task.yieldNow();
+            if (future.isNull(&self.yielding)) self.yielding = ampere.task.yieldNow();
             switch (self.yielding.?.poll(cx)) {
                 .pending => return .pending,
                 .ready => self.yielding = null,
@@ -1154,7 +1155,7 @@ const PendingReader = struct {
     reading: ?TcpStream.Read = null,
 
     pub fn poll(self: *PendingReader, cx: *Context) Poll(Output) {
-        if (self.reading == null) self.reading = self.stream.read(&self.buffer);
+        if (future.isNull(&self.reading)) self.reading = self.stream.read(&self.buffer);
         switch (self.reading.?.poll(cx)) {
             .pending => return .pending,
             .ready => |result| {
@@ -1274,7 +1275,7 @@ const Hoarder = struct {
 
     pub fn poll(self: *Hoarder, cx: *Context) Poll(Output) {
         if (self.stream == null) {
-            if (self.accepting == null) self.accepting = self.listener.accept();
+            if (future.isNull(&self.accepting)) self.accepting = self.listener.accept();
             switch (self.accepting.?.poll(cx)) {
                 .pending => return .pending,
                 .ready => |result| {
