@@ -20,6 +20,7 @@
 //!     Linux the descriptor is released even when `close` reports `EINTR`).
 
 const std = @import("std");
+const builtin = @import("builtin");
 const assert = std.debug.assert;
 const linux = std.os.linux;
 
@@ -192,11 +193,17 @@ pub fn close(fd: fd_t) void {
 // -- time ---------------------------------------------------------------------------------
 
 /// The time of `clock` in nanoseconds (`clock_gettime`, through the vDSO where it has the
-/// clock). Errno: `EINVAL` (a clock this kernel lacks; CLOCK_MONOTONIC, CLOCK_REALTIME and the
-/// CPU-time clocks exist since Linux 2.6) and `EFAULT` panic.
+/// clock). With libc linked (the benchmark program, ThreadSanitizer builds) it calls libc's
+/// `clock_gettime`: `std.os.linux` finds the vDSO through the auxiliary vector that only Zig's
+/// own start code records, so there every read was a system call (~10x slower on a VM; the
+/// spin loop reads the clock every 32 checks: blocking_spawn lost 1.5-2.7x in the A/B of the
+/// Zig 0.16 port). Errno: `EINVAL` (a clock this kernel lacks; CLOCK_MONOTONIC, CLOCK_REALTIME
+/// and the CPU-time clocks exist since Linux 2.6) and `EFAULT` panic.
 pub fn clockNs(clock: linux.clockid_t) u64 {
     var ts: linux.timespec = undefined;
-    switch (linux.errno(linux.clock_gettime(clock, &ts))) {
+    if (builtin.link_libc) {
+        if (std.c.clock_gettime(clock, &ts) != 0) unexpected("clock_gettime", @enumFromInt(std.c._errno().*));
+    } else switch (linux.errno(linux.clock_gettime(clock, &ts))) {
         .SUCCESS => {},
         else => |err| unexpected("clock_gettime", err),
     }

@@ -75,8 +75,16 @@ fn submitUnreachable(ctx: *anyopaque, task: *Header, yielded: bool) void {
 
 pub const PushError = error{ Shutdown, ThreadSpawn };
 
-/// Queues `task` and makes sure a thread will run it.
+/// Queues `task` and makes sure a thread will run it. An idle thread is signalled after the
+/// lock is released: signalled inside, it woke into a held lock and spun on it while the
+/// signaller was in its futex system call (`Condition` allows either: the waiter read the
+/// sequence under the lock before this push took it).
 pub fn push(self: *BlockingPool, task: *Header) PushError!void {
+    if (try self.pushLocked(task)) self.condition.signal();
+}
+
+/// `push` under the lock; true if an idle thread must be signalled.
+fn pushLocked(self: *BlockingPool, task: *Header) PushError!bool {
     self.mutex.lock();
     defer self.mutex.unlock();
     if (self.shutting_down) return error.Shutdown;
@@ -87,15 +95,15 @@ pub fn push(self: *BlockingPool, task: *Header) PushError!void {
 
     if (self.threads_idle > self.wakeups_pending) {
         self.wakeups_pending += 1;
-        self.condition.signal();
-        return;
+        return true;
     }
-    if (self.threads_live == self.slots.len) return; // A busy thread will take it.
+    if (self.threads_live == self.slots.len) return false; // A busy thread will take it.
     self.startThreadLocked() catch |err| {
-        if (self.threads_live > 0) return; // Someone else will run it.
+        if (self.threads_live > 0) return false; // Someone else will run it.
         _ = self.removeLocked(task);
         return err;
     };
+    return false;
 }
 
 fn startThreadLocked(self: *BlockingPool) PushError!void {
