@@ -3,6 +3,10 @@
 //!   zig build test         unit + stress tests of the runtime and the bench harness
 //!   zig build test-tsan    the same tests under ThreadSanitizer (LLVM backend), smoke intensity
 //!   zig build bench        builds and runs the ampere benchmark (ReleaseFast); args after `--`
+//!   zig build io-bench-build   the io suite's program per std.Io implementation (ReleaseFast):
+//!                          io_bench_threaded always, io_bench_zio with -Dzio=true (the lazy
+//!                          zio package), io_bench_ampere with -Dio-ampere=true (Runtime.io())
+//!   zig build test-io      the io program's tests on std.Io.Threaded (and on zio with -Dzio=true)
 //!   zig build compare      builds both programs and runs the benchmarks (analysis orchestrator,
 //!                          `python -m analysis bench --build --compare`), prints the table
 //!
@@ -11,6 +15,19 @@
 //! the defects of the earlier suites.
 
 const std = @import("std");
+const builtin = @import("builtin");
+
+/// The zio package of build.zig.zon (keep in step with its url and hash), for meta.json.
+const zio_version = "0.17.0";
+const zio_commit = "25fc2daa2834862e970e57776a5b9d6329b3d593";
+
+/// One `std.Io` implementation of the io program (runtime/bench/io_impl.zig).
+const IoImpl = struct {
+    name: []const u8,
+    exe: []const u8,
+    version: []const u8,
+    zio_commit: ?[]const u8 = null,
+};
 
 pub fn build(b: *std.Build) void {
     const target = b.standardTargetOptions(.{});
@@ -75,6 +92,25 @@ pub fn build(b: *std.Build) void {
     if (b.args) |args| run_bench.addArgs(args);
     b.step("bench", "Run the ampere benchmark (pass flags after --, e.g. -- --json)").dependOn(&run_bench.step);
 
+    // -- io suite: one std.Io program per implementation ----------------------------------
+    const with_zio = b.option(bool, "zio", "Build the io program on the peer zio (lazy package, build.zig.zon)") orelse false;
+    const with_ampere_io = b.option(bool, "io-ampere", "Build the io program on ampere's std.Io (needs Runtime.io(), issue 22)") orelse false;
+    const io_build = b.step("io-bench-build", "Build the io suite's program for each std.Io implementation");
+    const io_test = b.step("test-io", "Run the io program's tests (std.Io.Threaded; zio with -Dzio=true)");
+    const threaded_io = IoImpl{ .name = "zig.threaded", .exe = "io_bench_threaded", .version = builtin.zig_version_string };
+    addIoProgram(b, target, optimize, test_filters, bench_ampere, threaded_io, null, io_build, io_test);
+    test_step.dependOn(io_test);
+    if (with_zio) {
+        if (b.lazyDependency("zio", .{ .target = target, .optimize = .ReleaseFast })) |zio| {
+            const zio_io = IoImpl{ .name = "zio", .exe = "io_bench_zio", .version = zio_version, .zio_commit = zio_commit };
+            addIoProgram(b, target, optimize, test_filters, bench_ampere, zio_io, zio.module("zio"), io_build, io_test);
+        }
+    }
+    if (with_ampere_io) {
+        const ampere_io = IoImpl{ .name = "ampere.io", .exe = "io_bench_ampere", .version = "0.1.0" };
+        addIoProgram(b, target, optimize, test_filters, bench_ampere, ampere_io, null, io_build, io_test);
+    }
+
     // -- comparison (all variants, statistics in Python) --------------------------------
     // The orchestrator builds both programs itself (`--build`: analysis/build.py, the one build
     // recipe), so this step holds no copy of the build commands.
@@ -130,5 +166,56 @@ fn benchModule(
     // The op loops of the Tier 0 controls: the same source the Rust side assembles with
     // global_asm! (sync_tiers.zig says why), for every target this builds.
     module.addAssemblyFile(b.path("runtime/bench/controls_x86_64.s"));
+    return module;
+}
+
+/// The io program built for `io_impl` (ReleaseFast, installed) and its tests (on `optimize`);
+/// `zio` is the peer's module when `io_impl` is zio.
+fn addIoProgram(
+    b: *std.Build,
+    target: std.Build.ResolvedTarget,
+    optimize: std.builtin.OptimizeMode,
+    filters: []const []const u8,
+    ampere: *std.Build.Module,
+    io_impl: IoImpl,
+    zio: ?*std.Build.Module,
+    build_step: *std.Build.Step,
+    test_step: *std.Build.Step,
+) void {
+    const options = b.addOptions();
+    options.addOption([]const u8, "implementation", io_impl.name);
+    options.addOption([]const u8, "version", io_impl.version);
+    options.addOption(?[]const u8, "zio_commit", io_impl.zio_commit);
+    const release = ioModule(b, target, .ReleaseFast, ampere, options, zio);
+    const exe = b.addExecutable(.{ .name = io_impl.exe, .root_module = release });
+    const install = b.addInstallArtifact(exe, .{});
+    build_step.dependOn(&install.step);
+    const tests = b.addTest(.{
+        .name = b.fmt("{s}-tests", .{io_impl.exe}),
+        .root_module = ioModule(b, target, optimize, ampere, options, zio),
+        .filters = filters,
+    });
+    test_step.dependOn(&b.addRunArtifact(tests).step);
+}
+
+fn ioModule(
+    b: *std.Build,
+    target: std.Build.ResolvedTarget,
+    optimize: std.builtin.OptimizeMode,
+    ampere: *std.Build.Module,
+    options: *std.Build.Step.Options,
+    zio: ?*std.Build.Module,
+) *std.Build.Module {
+    const module = b.createModule(.{
+        .root_source_file = b.path("runtime/bench/io_main.zig"),
+        .target = target,
+        .optimize = optimize,
+        .link_libc = true,
+    });
+    module.addImport("ampere", ampere);
+    module.addOptions("io_options", options);
+    if (zio) |m| module.addImport("zio", m);
+    module.addAnonymousImport("constants.json", .{ .root_source_file = b.path("runtime/bench/constants.json") });
+    module.addAnonymousImport("variants.json", .{ .root_source_file = b.path("runtime/bench/variants.json") });
     return module;
 }

@@ -13,8 +13,9 @@ Steps
    invocation pay for it (on fresh machines the first process was up to 2.5x slower on the
    1 MiB echo rows). One per variant, not one in all, so that each binary and each variant's
    configuration has run once before measuring. Recorded in run.json `warmup`.
-4. The measured invocations, alternating over all selected variants (ampere 0, ampere.nospin 0,
-   tokio 0, ampere 1, ...), so that drift hits every variant alike. Each gets
+4. The measured invocations, alternating over all selected variants in rounds whose order
+   rotates (ampere 0, ampere.nospin 0, tokio 0, ampere.nospin 1, tokio 1, ampere 1, ...), so that
+   drift hits every variant alike and none is always first. Each gets
    `--variant V --invocation K --csv <staging> --meta <staging>` plus the forwarded --suite,
    --quick, --filter, --workers and --set; a program whose `--help` lists `--metrics` (today
    ampere_bench, so every ampere variant) also gets `--metrics <staging>` in its measured
@@ -37,8 +38,15 @@ Any failure writes `failed.json` (step, runtime, invocation, benchmark, reason),
 staging folder and any merged file, prints one `error:` line and exits 1; no run.json is
 written. Ctrl-C (SIGINT) and SIGTERM do the same with reason "interrupted" and exit 130 / 143.
 
-Defaults per profile: the variants (DEFAULT_VARIANTS, from runtime/bench/variants.json), the
+Defaults per profile: the variants (DEFAULT_VARIANTS, from runtime/bench/variants.json; the io
+suite's IO_DEFAULT_VARIANTS for `--suite io`, added to the full profile's `--suite all`), the
 invocation count (DEFAULT_INVOCATIONS) and the worker sweep (default_workers).
+
+The io programs (`ampere.io`, `zig.threaded`, `zio`: analysis/build.py IO_PROGRAMS) are
+runtimes of their own, each its own binary, always run with `--suite io`. One that cannot run —
+`ampere.io` until build.AMPERE_IO_BUILT, another whose binary is missing (the reason the build
+recorded in zig-out/io-absent.json) — is left out of the invocations and recorded in run.json
+`runtimes` with `absent: "<reason>"` (schema 3); the run still completes.
 Constants recorded in run.json: `runtime/bench/constants.json`'s profile plus the --set
 overrides, computed here (the programs embed the same file at build time; if the file is newer
 than a binary, run.json gets a warning that the binary may embed older sizes).
@@ -58,13 +66,13 @@ import sys
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
 
 from . import child, schema
-from .build import BINARIES, REPO_ROOT, RUNTIMES, build
+from .build import AMPERE_IO_ABSENT, AMPERE_IO_BUILT, BINARIES, IO_PROGRAMS, REPO_ROOT, RUNTIMES, build, io_absent
 from .compare import compare
 from .errors import AnalysisError, DataError, RunFailed
 from .files import atomic_writer, write_json_atomic
@@ -79,9 +87,13 @@ from .render import render_table, use_color
 #: BENCHMARKS.md: never fewer than MIN_PUBLISHED_INVOCATIONS for a published run.
 DEFAULT_INVOCATIONS: dict[str, int] = {"full": 10, "quick": 2}
 MIN_PUBLISHED_INVOCATIONS = 5
-#: Variants run when --runtimes is not given (names from runtime/bench/variants.json).
+#: Variants run when --runtimes is not given (names from runtime/bench/variants.json, and the io
+#: programs of analysis/build.py, which run the io suite only).
 DEFAULT_VARIANTS: dict[str, tuple[str, ...]] = {"full": ("ampere", "ampere.nospin", "tokio"),
                                                 "quick": ("ampere", "tokio")}
+#: Added to the full profile's default for `--suite all` (make report), and the default of
+#: `--suite io`: the std.Io implementations (absent ones are recorded, not run).
+IO_DEFAULT_VARIANTS: tuple[str, ...] = ("ampere.io", "zig.threaded", "zio", "tokio")
 #: Worker counts of Tiers 3-4 when --workers is not given; the full profile adds the machine's
 #: logical core count when it is larger than the last of these.
 WORKER_SWEEP: dict[str, tuple[int, ...]] = {"full": (1, 2, 4), "quick": (1, 4)}
@@ -162,7 +174,13 @@ class BenchOptions:
 
     @property
     def variant_names(self) -> tuple[str, ...]:
-        return self.runtimes if self.runtimes is not None else DEFAULT_VARIANTS[self.profile]
+        if self.runtimes is not None:
+            return self.runtimes
+        if self.suite == "io":
+            return IO_DEFAULT_VARIANTS
+        if self.suite == "all" and self.profile == "full":
+            return tuple(dict.fromkeys(DEFAULT_VARIANTS["full"] + IO_DEFAULT_VARIANTS))
+        return DEFAULT_VARIANTS[self.profile]
 
     @property
     def worker_counts(self) -> tuple[int, ...]:
@@ -170,8 +188,8 @@ class BenchOptions:
 
     @property
     def base_runtimes(self) -> tuple[str, ...]:
-        bases = [schema.base_runtime(v) for v in self.variant_names]
-        return tuple(dict.fromkeys(bases))
+        """The programs the variants run on: their base runtime, or the io program itself."""
+        return tuple(dict.fromkeys(program_of(v) for v in self.variant_names))
 
     def binary(self, base: str) -> Path:
         return Path(self.binaries.get(base) or self.root / BINARIES[base])
@@ -180,15 +198,30 @@ class BenchOptions:
         """The program that runs `variant`: its own (`--binary VARIANT=PATH`, an A/B of two
         builds) or its base runtime's."""
         own = self.variant_binaries.get(variant)
-        return Path(own) if own else self.binary(schema.base_runtime(variant))
+        return Path(own) if own else self.binary(program_of(variant))
 
     def distinct_binaries(self) -> dict[str, Path]:
         """Every program this run uses, by the name it is recorded under: the base runtimes'
-        and the variants' own."""
+        (and the io programs'), and the variants' own."""
         out = {base: self.binary(base) for base in self.base_runtimes
-               if any(v not in self.variant_binaries and schema.base_runtime(v) == base for v in self.variant_names)}
+               if any(v not in self.variant_binaries and program_of(v) == base for v in self.variant_names)}
         out.update({v: Path(p) for v, p in self.variant_binaries.items() if v in self.variant_names})
         return out
+
+    def suite_for(self, variant: str) -> str:
+        """`--suite` of a variant's program: the io programs run only the io suite."""
+        return "io" if variant in IO_PROGRAMS else self.suite
+
+
+def program_of(variant: str) -> str:
+    """The program a variant runs on: an io program (`zig.threaded`, `zio`, `ampere.io`) is its
+    own; any other variant runs on its base runtime's program (`ampere.nospin` -> `ampere`)."""
+    return variant if variant in IO_PROGRAMS else schema.base_runtime(variant)
+
+
+def io_variants() -> dict[str, "Variant"]:
+    """The io programs as variants of their own (no settings; not in variants.json)."""
+    return {name: Variant(name, name, {}, f"the io program on {name}") for name in IO_PROGRAMS}
 
 
 def default_workers(profile: str, logical_cores: int) -> tuple[int, ...]:
@@ -269,7 +302,7 @@ def parse_variant_binaries(items: list[str], known: dict[str, Variant]) -> dict[
 
 
 def options_from_args(args: argparse.Namespace) -> BenchOptions:
-    variants = load_variants(REPO_ROOT)
+    variants = {**load_variants(REPO_ROOT), **io_variants()}
     runtimes = parse_runtimes(args.runtimes, variants) if args.runtimes is not None else None
     if args.invocations is not None and args.invocations < 1:
         raise AnalysisError(f"--invocations must be >= 1, got {args.invocations}")
@@ -589,7 +622,7 @@ def check_outputs(inv: Invocation, workers: tuple[int, ...]) -> None:
         _check_metrics(inv)
     except DataError as exc:
         raise StepFailed("validate", str(exc), inv.runtime, inv.index) from None
-    if rows.attrs["schema_version"] != schema.SCHEMA_VERSION:
+    if rows.attrs["schema_version"] != schema.CSV_SCHEMA_VERSION:
         raise StepFailed("validate", f"{inv.csv.name}: schema-1 header (no cpu_ns, workers): the program predates "
                          "data contract v2; rebuild it (python -m analysis build)", inv.runtime, inv.index)
     wrong = rows[rows["invocation"] != inv.index]
@@ -614,8 +647,9 @@ def _check_metrics(inv: Invocation) -> None:
 
 
 def _check_sweep(inv: Invocation, rows: Any, workers: tuple[int, ...]) -> None:
-    """Every Tier 3-4 benchmark ran at every requested worker count, and at no other."""
-    swept = rows[(rows["suite"] == "micro") & (rows["tier"] >= min(schema.OVERSUBSCRIBED_TIERS))]
+    """Every Tier 3-4 and io benchmark ran at every requested worker count, and at no other."""
+    swept = rows[((rows["suite"] == "micro") & (rows["tier"] >= min(schema.OVERSUBSCRIBED_TIERS)))
+                 | (rows["suite"] == "io")]
     for (name, param), group in swept.groupby(["benchmark", "param"], sort=False):
         got = sorted(int(w) for w in group["workers"].unique())
         if got != sorted(workers):
@@ -625,7 +659,7 @@ def _check_sweep(inv: Invocation, rows: Any, workers: tuple[int, ...]) -> None:
 
 def bench_command(options: BenchOptions, variant: str, index: int, csv: Path, meta: Path,
                   metrics: Path | None = None) -> list[str]:
-    cmd = [str(options.binary_for(variant)), "--variant", variant, "--suite", options.suite]
+    cmd = [str(options.binary_for(variant)), "--variant", variant, "--suite", options.suite_for(variant)]
     if options.quick:
         cmd.append("--quick")
     for item in options.filters:
@@ -648,10 +682,18 @@ def _invocation(options: BenchOptions, folder: Path, variant: str, index: int, w
 
 
 def plan(options: BenchOptions, folder: Path, metrics_variants: tuple[str, ...] = ()) -> list[Invocation]:
-    """The measured invocations: for K in 0..n-1, every variant in order; the variants in
-    `metrics_variants` (their program takes --metrics) record runtime metrics."""
+    """The measured invocations: for K in 0..n-1, every variant once, the order rotated by K
+    (round 0: a b c, round 1: b c a, round 2: c a b), so that no runtime always runs first or
+    always after the same neighbour (schema 3); the variants in `metrics_variants` (their
+    program takes --metrics) record runtime metrics."""
     return [_invocation(options, folder, v, k, warmup=False, metrics=v in metrics_variants)
-            for k in range(options.invocation_count) for v in options.variant_names]
+            for k in range(options.invocation_count) for v in rotated(options.variant_names, k)]
+
+
+def rotated(names: tuple[str, ...], round_index: int) -> tuple[str, ...]:
+    """`names` rotated left by `round_index` (the order of round K of the invocations)."""
+    shift = round_index % len(names) if names else 0
+    return names[shift:] + names[:shift]
 
 
 def plan_warmup(options: BenchOptions, folder: Path) -> list[Invocation]:
@@ -740,22 +782,55 @@ class _Run:
     current: Invocation | None = None
 
 
+def absent_sides(options: BenchOptions) -> dict[str, str]:
+    """The io programs among the variants that cannot run, with the reason: ampere.io until
+    AMPERE_IO_BUILT, another whose binary is missing (the reason the build recorded)."""
+    recorded = io_absent(options.root)
+    absent: dict[str, str] = {}
+    for name in options.variant_names:
+        if name not in IO_PROGRAMS:
+            continue
+        if name == "ampere.io" and not AMPERE_IO_BUILT:
+            absent[name] = AMPERE_IO_ABSENT
+        elif not os.access(options.binary_for(name), os.X_OK):
+            absent[name] = recorded.get(name) or f"no binary {options.binary_for(name)} (python -m analysis build)"
+    return absent
+
+
+def check_suite(options: BenchOptions) -> None:
+    """The io suite runs on the io programs and tokio: an ampere variant has no io rows yet."""
+    if options.suite != "io":
+        return
+    native = [v for v in options.variant_names if v not in IO_PROGRAMS and program_of(v) != "tokio"]
+    if native:
+        raise AnalysisError(f"--suite io: {native[0]} has no io rows (the io suite runs on "
+                            f"{', '.join(IO_DEFAULT_VARIANTS)})")
+
+
 def run_bench(options: BenchOptions) -> Path:
     """Run everything; return the complete run folder or raise RunFailed (failed.json written)."""
-    variants = load_variants(options.root)
+    variants = {**load_variants(options.root), **io_variants()}
     unknown = [v for v in options.variant_names if v not in variants]
     if unknown:
         raise AnalysisError(f"unknown variant {unknown[0]!r}; variants of {VARIANTS_FILE}: {', '.join(variants)}")
+    check_suite(options)
     profile = load_profile(options.root, options.profile)
     constants, overrides = effective_constants(profile, options.sets)
     if options.build:
-        build(options.root, options.base_runtimes)
+        build(options.root, tuple(dict.fromkeys("io" if p in IO_PROGRAMS else p for p in options.base_runtimes)))
+    absent = absent_sides(options)
+    present = tuple(v for v in options.variant_names if v not in absent)
+    if not present:
+        raise AnalysisError(f"no runtime can run: {'; '.join(f'{k}: {v}' for k, v in absent.items())}")
+    options = replace(options, runtimes=present)
     started = utc_now()
     run_id, folder = create_run_dir(options.data_dir, started)
     state = _Run(run_id, folder, started)
     print(f"run {run_id}: {folder}", flush=True)
     clock = time.monotonic()
-    metrics_variants = tuple(v for v in options.variant_names if supports_metrics(options.binary_for(v)))
+    # the io programs share the command line's usage text but take no --metrics
+    metrics_variants = tuple(v for v in options.variant_names
+                             if v not in IO_PROGRAMS and supports_metrics(options.binary_for(v)))
     warmups, invocations = plan_warmup(options, folder), plan(options, folder, metrics_variants)
     with child.interrupts_raise():
         try:
@@ -765,7 +840,7 @@ def run_bench(options: BenchOptions) -> Path:
             with child.signals_deferred():  # complete means complete: run.json is never half-done
                 shutil.rmtree(folder / STAGING, ignore_errors=True)
                 info = run_info(options, state, variants, constants, overrides, suites, warmups, invocations,
-                                warnings)
+                                warnings, absent)
                 info["elapsed_s"] = round(time.monotonic() - clock, 1)
                 write_json_atomic(folder / "run.json", info)
         except StepFailed as failure:
@@ -833,13 +908,13 @@ def _failure_line(state: _Run, failure: StepFailed, interrupted: str | None = No
 
 def run_info(options: BenchOptions, state: _Run, variants: dict[str, Variant], constants: dict[str, Any],
              overrides: dict[str, Any], suites: list[str], warmups: list[Invocation],
-             invocations: list[Invocation], warnings: list[str]) -> dict[str, Any]:
+             invocations: list[Invocation], warnings: list[str], absent: dict[str, str] | None = None) -> dict[str, Any]:
     """The run.json document (data/README.md)."""
     return {
         "schema_version": schema.SCHEMA_VERSION, "run_id": state.run_id, "status": "complete",
         "suites": suites, "profile": options.profile,
         "constants": constants, "overrides": overrides, "constants_source": f"{CONSTANTS_FILE} + overrides",
-        "filters": options.filters, "runtimes": list(options.variant_names),
+        "filters": options.filters, "runtimes": runtime_entries(state.folder, options.variant_names, absent),
         "variants": {v: variants[v].record() for v in options.variant_names},
         "workers": list(options.worker_counts), "invocations": options.invocation_count,
         "metrics_files": metrics_files(state.folder, options.variant_names),
@@ -855,6 +930,24 @@ def run_info(options: BenchOptions, state: _Run, variants: dict[str, Variant], c
         "git": git_state(options.root), "hostname": socket.gethostname(), "timeout_s": options.timeout_s,
         "started_utc": iso(state.started), "ended_utc": iso(utc_now()), "warnings": warnings,
     }
+
+
+#: meta.json fields that say what a runtime is (schema 3 `runtimes[].versions`).
+VERSION_FIELDS = ("runtime_version", "compiler", "compiler_version", "tokio_version", "zio_version", "zio_commit",
+                  "build_mode")
+
+
+def runtime_entries(folder: Path, variants: tuple[str, ...],
+                    absent: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """run.json `runtimes` (schema 3): every present variant with the versions its meta.json
+    records, then every absent one with its reason."""
+    entries = []
+    for name in variants:
+        meta = read_json_object(folder / f"{name}.meta.json")
+        entries.append({"name": name, "versions": {k: meta[k] for k in VERSION_FIELDS if meta.get(k) is not None}})
+    for name, reason in (absent or {}).items():
+        entries.append({"name": name, "versions": {}, "absent": reason})
+    return entries
 
 
 def _record_failure(options: BenchOptions, state: _Run, failure: StepFailed) -> None:

@@ -89,10 +89,11 @@ def same_semantics(benchmark: str) -> tuple[bool, str]:
 
 
 def is_headline(ident: dict[str, Any], num_workers: int | None) -> bool:
-    """Whether a row counts in the headline: every row except Tier 3-4 rows of a worker sweep
-    at another count than the run's num_workers (BENCHMARKS.md: NUM_WORKERS is the headline)."""
+    """Whether a row counts in the headline: every row except Tier 3-4 and io rows of a worker
+    sweep at another count than the run's num_workers (BENCHMARKS.md: NUM_WORKERS is the headline)."""
     workers = ident["workers"]
-    if ident["suite"] != "micro" or ident["tier"] not in schema.OVERSUBSCRIBED_TIERS or workers is None:
+    swept = ident["suite"] == "io" or (ident["suite"] == "micro" and ident["tier"] in schema.OVERSUBSCRIBED_TIERS)
+    if not swept or workers is None:
         return True
     return num_workers is None or workers == num_workers
 

@@ -23,12 +23,12 @@ from typing import Sequence
 
 import pandas as pd
 
-from . import bench, build
+from . import bench, build, schema
 from .compare import compare, diff_runs
 from .errors import AnalysisError, RunFailed
 from .load import load_run, run_history, runs_dir
 from .options import add_stat_options
-from .render import box_table, render, use_color
+from .render import box_table, render, render_many, use_color
 
 #: Optional subcommand modules, registered when importable (the report engineer adds report.py).
 PLUGIN_MODULES: tuple[str, ...] = ("analysis.report",)
@@ -45,27 +45,54 @@ def common_parser() -> argparse.ArgumentParser:
 
 
 def _register_compare(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("compare", parents=[common], help="compare two runtimes in one run",
-                       description="Compare the candidate runtime against the baseline in one run.")
+    p = sub.add_parser("compare", parents=[common], help="compare runtimes in one run against a baseline",
+                       description="Compare each candidate runtime against the baseline in one run.")
     p.add_argument("run", nargs="?", default="latest", help="run id, run folder path, or latest (default)")
     p.add_argument("--format", choices=FORMATS, default="table")
     p.add_argument("--baseline", default="tokio")
-    p.add_argument("--candidate", default="ampere")
+    p.add_argument("--candidate", action="append", default=None, metavar="RUNTIME[,RUNTIME...]",
+                   help="candidate runtime(s), repeatable or comma-separated; `all` = every runtime of the run "
+                        "but the baseline (default: ampere; with --suite io: all)")
+    p.add_argument("--suite", choices=schema.SUITES, default=None,
+                   help="only this suite's rows (default: every suite of the run)")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                    help="ANSI colours in the table (auto: terminal and no NO_COLOR)")
     add_stat_options(p)
     p.set_defaults(func=cmd_compare)
 
 
+def candidate_names(spec: list[str] | None, run_runtimes: tuple[str, ...], baseline: str,
+                    suite: str | None) -> list[str]:
+    """The candidates of `compare`: the named ones (`all`: every runtime of the run but the
+    baseline, in schema.KNOWN_RUNTIMES order); without --candidate `ampere`, or `all` for the io suite."""
+    names = [n.strip() for item in (spec or ["all" if suite == "io" else "ampere"]) for n in item.split(",") if n.strip()]
+    if "all" in names:
+        names = sorted((rt for rt in run_runtimes if rt != baseline), key=schema.runtime_rank) or ["all"]
+    if not names:
+        raise AnalysisError("--candidate: no runtime named")
+    return list(dict.fromkeys(names))
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     run = load_run(args.run, args.data_dir)
-    missing = [rt for rt in (args.baseline, args.candidate) if rt not in run.runtimes]
+    if args.suite is not None:
+        if not (run.data["suite"] == args.suite).any():
+            raise AnalysisError(f"{run.path}: no {args.suite} rows (suites in the run: "
+                                f"{', '.join(dict.fromkeys(run.data['suite']))})")
+        run = run.suite(args.suite)
+    candidates = candidate_names(args.candidate, run.runtimes, args.baseline, args.suite)
+    missing = [rt for rt in (args.baseline, *candidates) if rt not in run.runtimes]
     if missing:
-        raise AnalysisError(f"{run.path}: no {' and no '.join(f'{rt}.csv' for rt in missing)}: nothing to compare "
-                            f"(runtimes in the run: {', '.join(run.runtimes)})")
-    result = compare(run, baseline=args.baseline, candidate=args.candidate, tie_band=args.tie_band,
-                     confidence=args.confidence)
-    sys.stdout.write(render(result, args.format, color=use_color(args.color)))
+        what = (f"{args.suite} rows of {' and no '.join(missing)}" if args.suite
+                else " and no ".join(f"{rt}.csv" for rt in missing))
+        notes = "; ".join(f"{rt} absent: {run.absent[rt]}" for rt in missing if rt in run.absent)
+        raise AnalysisError(f"{run.path}: no {what}: nothing to compare "
+                            f"(runtimes in the run: {', '.join(run.runtimes)}){'; ' + notes if notes else ''}")
+    results = [compare(run, baseline=args.baseline, candidate=c, tie_band=args.tie_band, confidence=args.confidence)
+               for c in candidates]
+    absent = {rt: why for rt, why in run.absent.items() if rt not in run.runtimes}
+    several = len(candidates) > 1 or args.suite == "io" or "all" in ",".join(args.candidate or [])
+    sys.stdout.write(render_many(results, args.format, color=use_color(args.color), absent=absent, several=several))
     return 0
 
 

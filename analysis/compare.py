@@ -81,7 +81,9 @@ def compare(run: Run | str = "latest", baseline: str = "tokio", candidate: str =
             data_dir: str | None = None) -> Comparison:
     """Compare `candidate` against `baseline` in one run (a Run, a run id, a path or `latest`).
 
-    With only one of the two runtimes in the run it describes that runtime instead: no ratios,
+    Only the suites both runtimes ran are compared (in a schema-3 run Tokio runs the io suite,
+    which ampere's native program has no rows of). With only one of the two runtimes in the run
+    it describes that runtime instead: no ratios,
     every verdict is None and `verdict_reason` says why (the `compare` command refuses such a
     run; the notebooks describe it). Like for like per benchmark: the fairness table.
     """
@@ -94,13 +96,17 @@ def compare(run: Run | str = "latest", baseline: str = "tokio", candidate: str =
     if not present:
         raise AnalysisError(f"run {run.run_id} has no {baseline} or {candidate} data (runtimes: {', '.join(run.runtimes)})")
     names = (baseline, candidate)
-    benchmarks, runtimes, invocations = analyse(run.rows(baseline), run.rows(candidate), names, settings,
-                                                _num_workers(run.constants), fairness_semantics)
     compared = len(present) == 2
+    rows_b, rows_c = run.rows(baseline), run.rows(candidate)
+    if compared:  # schema 3: a suite only one of the two ran (tokio's io rows against ampere) is not theirs
+        shared = set(rows_b["suite"]) & set(rows_c["suite"])
+        rows_b, rows_c = rows_b[rows_b["suite"].isin(shared)], rows_c[rows_c["suite"].isin(shared)]
+    benchmarks, runtimes, invocations = analyse(rows_b, rows_c, names, settings,
+                                                _num_workers(run.constants), fairness_semantics)
     if not compared:
         missing = candidate if baseline in present else baseline
         benchmarks["verdict_reason"] = f"not compared: run has no {missing} data (describing {present[0]} only)"
-    diagnostics = diagnose(benchmarks, runtimes, invocations, {rt: run.rows(rt) for rt in names},
+    diagnostics = diagnose(benchmarks, runtimes, invocations, {baseline: rows_b, candidate: rows_c},
                            {rt: run.meta.get(rt) for rt in present}, run.constants, compared)
     return Comparison(run_id=run.run_id, baseline=baseline, candidate=candidate, tie_band=tie_band,
                       confidence=confidence, benchmarks=benchmarks, runtimes=runtimes, invocations=invocations,

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Sequence
 
-from . import schema
+from . import iosuite, schema
 from .artefact import RunComparisons
 from .compare import Comparison
 from .words import headline_sentences
@@ -30,6 +30,9 @@ DESCRIPTIONS = {
     "net": "Net suite (TCP over loopback): median and p99 time per round trip with intervals for payload sizes, "
            "connections and connects, tcp_stream throughput in MiB/s, scaling over connections, and every ratio "
            "to the baseline with its interval and verdict in wall and CPU time.",
+    "io": "Io suite (one std.Io program on ampere.io, std.Io.Threaded and zio, and Tokio's twins): the matrix "
+          "of every runtime (ns/op, CPU ns/op, ratio to the fastest with its interval, the winner per row), one "
+          "forest plot per runtime against Tokio, and the price of straight-line code (ampere.io ÷ ampere).",
     "scaling": "The worker sweep: ns/op and CPU ns/op against worker threads for both runtimes, the ratio with "
                "its interval at each count, and how each benchmark scales.",
     "history": "Every complete run of the same profile: each benchmark's ratio over time and regressions "
@@ -76,7 +79,9 @@ def _comparison_rows(cmp: Comparison) -> list[tuple[str, str]]:
     counts = s.get("counts", {})
     verdicts = " · ".join(f'<span class="{v}">{v} {int(counts.get(v, 0))}</span>'
                           for v in ("win", "loss", "tie", "inconclusive"))
-    rows = [(f"{esc(cn)}: verdicts (tiers 1–4, echo, net)", f"{verdicts} of {int(s.get('n_compared', 0))} compared"),
+    suites = [x for x in schema.SUITES if (cmp.benchmarks["suite"] == x).any()]
+    what = ", ".join("tiers 1–4" if x == "micro" else x for x in suites) or "no rows"
+    rows = [(f"{esc(cn)}: verdicts ({esc(what)})", f"{verdicts} of {int(s.get('n_compared', 0))} compared"),
             (f"{esc(cn)}: geometric mean {esc(bn)}/{esc(cn)}, like-for-like rows",
              f"{_geomean(s, 'like_for_like_')} (&gt; 1: {esc(cn)} faster)"),
             (f"{esc(cn)}: geometric mean {esc(bn)}/{esc(cn)}, all rows", f"{_geomean(s, '')} (&gt; 1: {esc(cn)} faster)")]
@@ -114,6 +119,7 @@ def index_html(rc: RunComparisons, pages: Sequence[Page], command: str, run_fold
             rows += _comparison_rows(comparison)
     table = "\n".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
     sentences = "\n".join(f"<li>{esc(s)}</li>" for s in headline_sentences(cmp))
+    io_section = _io_section(rc)
     links = "\n".join(
         f'<li><a href="{esc(p.html.name)}"><strong>{esc(p.name)}</strong></a> — {esc(DESCRIPTIONS.get(p.name, ""))} '
         f'<br><small>executed notebook: <a href="{esc(p.notebook.name)}">{esc(p.notebook.name)}</a> '
@@ -137,6 +143,7 @@ def index_html(rc: RunComparisons, pages: Sequence[Page], command: str, run_fold
 <ul>
 {sentences}
 </ul>
+{io_section}
 <h2>Reports</h2>
 <ul class="reports">
 {links}
@@ -146,3 +153,15 @@ def index_html(rc: RunComparisons, pages: Sequence[Page], command: str, run_fold
 </body>
 </html>
 """
+
+
+def _io_section(rc: RunComparisons) -> str:
+    """"Io suite" in words: one sentence per runtime (iosuite.runtime_sentences), or nothing
+    when the run has no io rows and records no absent io side."""
+    absent = iosuite.absent_sides(rc.info)
+    if not iosuite.has_io(rc.comparisons) and not absent:
+        return ""
+    table = iosuite.matrix(iosuite.sides(rc.comparisons), rc.primary.tie_band)
+    lines = iosuite.runtime_sentences(table, rc.comparisons, absent, rc.baseline)
+    items = "\n".join(f"<li>{html.escape(s)}</li>" for s in lines)
+    return f"<h2>Io suite: where each runtime stands</h2>\n<ul>\n{items}\n</ul>"

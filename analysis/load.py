@@ -13,7 +13,9 @@ Validation is strict and stops at the first problem, reported as one line:
 (and schema 2 when run.json says `schema_version: 2`), one (suite, tier) per benchmark.
 
 Schema 1 runs (the first reference run) load with `cpu_ns` NaN and `workers` <NA>: not recorded,
-which is not the same as zero.
+which is not the same as zero. Schema 3 runs list their runtimes in run.json as objects
+(`{"name", "versions", "absent"}`): a runtime with `absent: "<reason>"` has no CSV (`Run.absent`),
+every other one has its CSV (`Run.versions` holds what each runtime is: Zig, zio, Tokio, rustc).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -103,7 +105,7 @@ def validate_run_json(path: Path, info: dict[str, Any]) -> None:
     version = info.get("schema_version", 1)
     if version not in schema.SCHEMA_VERSIONS or isinstance(version, bool):
         raise DataError(path, f'unknown "schema_version" {json.dumps(version)} (this analysis reads '
-                        f'{" and ".join(map(str, schema.SCHEMA_VERSIONS))})')
+                        f'{", ".join(map(str, schema.SCHEMA_VERSIONS[:-1]))} and {schema.SCHEMA_VERSIONS[-1]})')
     variants = info.get("variants")
     if variants is not None and (not isinstance(variants, dict)
                                  or not all(isinstance(v, dict) for v in variants.values())):
@@ -111,10 +113,33 @@ def validate_run_json(path: Path, info: dict[str, Any]) -> None:
     workers = info.get("workers")
     if workers is not None and (not isinstance(workers, list) or not all(_positive_int(w) for w in workers)):
         raise DataError(path, 'key "workers" must be a list of positive integers')
+    if version == 3:
+        _validate_runtime_entries(path, info.get("runtimes"))
     files = info.get("metrics_files")
     if files is not None and (not isinstance(files, dict)
                               or not all(v is None or isinstance(v, str) for v in files.values())):
         raise DataError(path, 'key "metrics_files" must be an object (variant -> file name or null)')
+
+
+def _validate_runtime_entries(path: Path, entries: Any) -> None:
+    """Schema 3 `runtimes`: a list of {"name": RUNTIME, "versions": {...}, "absent": "reason"}
+    objects (versions and absent optional), each name once."""
+    shape = 'key "runtimes" must be a list of objects {"name", "versions", "absent"} (schema 3)'
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise DataError(path, shape)
+    seen: set[str] = set()
+    for entry in entries:
+        name = entry.get("name")
+        if not isinstance(name, str) or not schema.RUNTIME_RE.fullmatch(name):
+            raise DataError(path, f'runtimes: "name" must be a runtime name, got {json.dumps(name)}')
+        if name in seen:
+            raise DataError(path, f"runtimes: {name!r} listed twice")
+        seen.add(name)
+        if not isinstance(entry.get("versions", {}), dict):
+            raise DataError(path, f'runtimes: {name}: "versions" must be an object')
+        absent = entry.get("absent")
+        if absent is not None and (not isinstance(absent, str) or not absent.strip()):
+            raise DataError(path, f'runtimes: {name}: "absent" must be a non-empty reason')
 
 
 def _positive_int(value: Any) -> bool:
@@ -169,6 +194,33 @@ class Run:
 
     def rows(self, runtime: str) -> pd.DataFrame:
         return self.data[self.data["runtime"] == runtime]
+
+    def _entries(self) -> list[dict[str, Any]]:
+        """run.json's schema-3 runtime entries (none in a schema-1 or -2 run)."""
+        entries = self.info.get("runtimes") if self.info.get("schema_version", 1) >= 3 else None
+        return [e for e in entries or [] if isinstance(e, dict)]
+
+    @property
+    def absent(self) -> dict[str, str]:
+        """runtime -> the reason it has no data (schema 3 `absent`; empty for older runs)."""
+        return {e["name"]: e["absent"] for e in self._entries() if e.get("absent")}
+
+    @property
+    def versions(self) -> dict[str, dict[str, Any]]:
+        """runtime -> what it is (schema 3 `versions`: zig, zio, tokio, rustc ...), present or absent;
+        for older runs taken from meta.json (compiler and runtime versions)."""
+        recorded = {e["name"]: dict(e.get("versions") or {}) for e in self._entries()}
+        if recorded:
+            return recorded
+        keys = ("runtime_version", "compiler", "compiler_version", "tokio_version")
+        return {rt: {k: self.meta.get(rt, {}).get(k) for k in keys if self.meta.get(rt, {}).get(k) is not None}
+                for rt in self.runtimes}
+
+    def suite(self, name: str) -> "Run":
+        """This run restricted to one suite's rows; `runtimes` keeps those with rows in it."""
+        data = self.data[self.data["suite"] == name].reset_index(drop=True)
+        present = tuple(rt for rt in self.runtimes if (data["runtime"] == rt).any())
+        return replace(self, data=data, runtimes=present)
 
     @property
     def constants(self) -> dict[str, Any]:
@@ -285,6 +337,7 @@ def load_run(spec: str | Path = "latest", data_dir: str | Path | None = None) ->
     runtimes = _runtime_files(folder)
     if not runtimes:
         raise DataError(folder, "no <runtime>.csv in the run folder")
+    _check_absent_sides(folder, run_json, info, runtimes)
     frames = [read_bench_csv(folder / f"{rt}.csv", rt) for rt in runtimes]
     version = _check_one_schema(folder, info, runtimes, [f.attrs["schema_version"] for f in frames])
     data = pd.concat(frames, ignore_index=True)
@@ -302,6 +355,19 @@ def load_run(spec: str | Path = "latest", data_dir: str | Path | None = None) ->
                schema_version=version, metrics=metrics)
 
 
+def _check_absent_sides(folder: Path, run_json: Path, info: dict[str, Any], runtimes: list[str]) -> None:
+    """Schema 3: a runtime recorded absent has no CSV, and every runtime listed present has one."""
+    if info.get("schema_version", 1) < 3:
+        return
+    for entry in info["runtimes"]:
+        name = entry["name"]
+        if entry.get("absent") and name in runtimes:
+            raise DataError(folder / f"{name}.csv", f"run.json records {name} absent ({entry['absent']}), "
+                            "but its CSV exists")
+        if not entry.get("absent") and name not in runtimes:
+            raise DataError(run_json, f"runtime {name} is listed present but the run has no {name}.csv")
+
+
 def _check_one_schema(folder: Path, info: dict[str, Any], runtimes: list[str], versions: list[int]) -> int:
     """Every CSV of a run has one schema; schema 2 if run.json says so. Returns it."""
     for rt, version in zip(runtimes[1:], versions[1:]):
@@ -309,9 +375,9 @@ def _check_one_schema(folder: Path, info: dict[str, Any], runtimes: list[str], v
             raise DataError(folder / f"{rt}.csv", f"schema {version} header, but {runtimes[0]}.csv has schema "
                             f"{versions[0]}: the CSV files of one run share one schema (rebuild both programs)")
     declared = info.get("schema_version", 1)
-    if declared == 2 and versions[0] != 2:
+    if declared >= 2 and versions[0] != 2:
         raise DataError(folder / f"{runtimes[0]}.csv", "schema 1 header (no cpu_ns, workers) in a run whose "
-                        "run.json says schema_version 2")
+                        f"run.json says schema_version {declared}")
     return versions[0]
 
 

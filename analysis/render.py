@@ -306,3 +306,31 @@ def render(comparison: Comparison, fmt: str, color: bool = False) -> str:
     if fmt == "json":
         return render_json(comparison)
     raise ValueError(f"unknown format {fmt!r}")
+
+
+def render_many(comparisons: Sequence[Comparison], fmt: str, color: bool = False,
+                absent: dict[str, str] | None = None, several: bool = False) -> str:
+    """Several candidates against one baseline (`compare --candidate a,b` or `--suite io`).
+
+    One candidate, unless `several` asks for the many-candidate form, renders exactly as `render`
+    (table and markdown add the absent lines). Several: table and markdown print one comparison
+    after another, then one line per runtime the run recorded absent; CSV concatenates the
+    benchmark rows (one header; the `candidate` column tells them apart); JSON is one object
+    `{"run_id", "baseline", "candidates", "absent", "comparisons": [document, ...]}`.
+    """
+    absent = absent or {}
+    notes = [f"{name}: absent ({reason})" for name, reason in absent.items()]
+    tail = "\n" + "\n".join(notes) + "\n" if notes and fmt in ("table", "markdown") else ""
+    if len(comparisons) == 1 and not several:
+        return render(comparisons[0], fmt, color) + tail
+    if fmt == "json":
+        doc = {"run_id": comparisons[0].run_id, "baseline": comparisons[0].baseline,
+               "candidates": [c.candidate for c in comparisons], "absent": dict(absent),
+               "comparisons": [comparison_to_dict(c) for c in comparisons]}
+        return json.dumps(doc, indent=2, allow_nan=False) + "\n"
+    if fmt == "csv":
+        frames = [c.benchmarks.assign(baseline=c.baseline, candidate=c.candidate) for c in comparisons]
+        buffer = io.StringIO()
+        pd.concat(frames, ignore_index=True).to_csv(buffer, index=False, lineterminator="\n")
+        return buffer.getvalue()
+    return "\n".join(render(c, fmt, color) for c in comparisons) + tail

@@ -1,4 +1,4 @@
-"""The data contract in code: CSV columns (schema 1 and 2), value rules, benchmark order and tiers.
+"""The data contract in code: CSV columns (schema 1 and 2), run schemas 1-3, value rules, benchmark order and tiers.
 
 Mirrors data/README.md and runtime/bench/README.md. Everything that depends on the order of
 the CSV columns or on the list of benchmarks reads it from here.
@@ -30,17 +30,20 @@ INT_MIN: Final[dict[str, int]] = {
 }
 #: Most decimal digits of an integer field (int64 holds every 18-digit number).
 INT_DIGITS_MAX: Final[int] = 18
-#: Schema versions the loader reads (run.json `schema_version`; absent = 1).
-SCHEMA_VERSIONS: Final[tuple[int, ...]] = (1, 2)
-SCHEMA_VERSION: Final[int] = 2
+#: Schema versions the loader reads (run.json `schema_version`; absent = 1). Schema 3 keeps the
+#: CSV columns of schema 2 and adds to run.json `runtimes` entries (name, versions, `absent`).
+SCHEMA_VERSIONS: Final[tuple[int, ...]] = (1, 2, 3)
+SCHEMA_VERSION: Final[int] = 3
+#: Schema of the CSV header the programs write (schema 3 did not change the CSV columns).
+CSV_SCHEMA_VERSION: Final[int] = 2
 #: One measured row is identified by these columns; a repeated key is a duplicate row.
 ROW_KEY: Final[tuple[str, ...]] = ("runtime", "invocation", "benchmark", "param", "workers", "iteration")
 #: A benchmark (one comparison) is identified by these columns. `workers` is <NA> in a schema-1
 #: run: group with `dropna=False`.
 BENCH_KEY: Final[tuple[str, ...]] = ("suite", "tier", "benchmark", "param", "workers")
 
-SUITES: Final[tuple[str, ...]] = ("micro", "echo", "net")
-TIER_RANGE: Final[dict[str, tuple[int, int]]] = {"micro": (0, 4), "echo": (0, 0), "net": (0, 0)}
+SUITES: Final[tuple[str, ...]] = ("micro", "echo", "net", "io")
+TIER_RANGE: Final[dict[str, tuple[int, int]]] = {"micro": (0, 4), "echo": (0, 0), "net": (0, 0), "io": (0, 0)}
 #: Micro-suite tiers that run without a runtime (their rows have workers = 0).
 NO_RUNTIME_TIERS: Final[tuple[int, ...]] = (0, 1, 2)
 #: Worker count of every echo-suite row (the echo topology is a one-worker runtime).
@@ -49,7 +52,7 @@ ECHO_WORKERS: Final[int] = 1
 #: A runtime or runtime variant: `ampere`, `tokio`, `ampere.nospin` (base runtime before the dot).
 RUNTIME_RE: Final = re.compile(r"[a-z][a-z0-9_]*(?:\.[a-z0-9_]+)?")
 BENCHMARK_RE: Final = re.compile(r"[a-z][a-z0-9_]*")
-PARAM_RE: Final = re.compile(r"(?:(?:n|size|conns)=[0-9]+)?")
+PARAM_RE: Final = re.compile(r"(?:(?:n|size|conns|pairs|tasks|producers|consumers|d_ms)=[0-9]+)?")
 INT_RE: Final = re.compile(r"-?[0-9]+")
 RUN_ID_RE: Final = re.compile(r"(?P<stamp>[0-9]{8}T[0-9]{6}Z)-(?P<host>[A-Za-z0-9._-]+)")
 
@@ -73,7 +76,12 @@ ECHO_ORDER: Final[tuple[str, ...]] = (
     "echo_f64", "echo_string_1mib", "echo_bytes_1mib", "echo_bytes_sweep", "echo_shared_sweep",
 )
 NET_ORDER: Final[tuple[str, ...]] = ("tcp_pingpong", "tcp_echo_conns", "tcp_connect", "tcp_stream")
-SUITE_ORDER: Final[dict[str, tuple[str, ...]]] = {"micro": MICRO_ORDER, "echo": ECHO_ORDER, "net": NET_ORDER}
+IO_ORDER: Final[tuple[str, ...]] = (
+    "io_mutex_contended", "io_queue_pingpong", "io_fan_in", "io_fan_out", "io_spawn", "io_spawn_group",
+    "io_sleep", "io_tcp_pingpong", "io_tcp_echo_conns", "io_tcp_connect",
+)
+SUITE_ORDER: Final[dict[str, tuple[str, ...]]] = {"micro": MICRO_ORDER, "echo": ECHO_ORDER, "net": NET_ORDER,
+                                                  "io": IO_ORDER}
 
 GROUP_TITLES: Final[dict[str, str]] = {
     "micro-0": "Tier 0 — controls (must tie)",
@@ -83,6 +91,7 @@ GROUP_TITLES: Final[dict[str, str]] = {
     "micro-4": "Tier 4 — task scheduling",
     "echo-0": "Echo — batch round trips",
     "net-0": "Net — TCP over loopback",
+    "io-0": "Io — one std.Io program on every implementation",
 }
 
 #: Tiers whose timings become bimodal when the machine has fewer cores than num_workers.
@@ -91,6 +100,18 @@ OVERSUBSCRIBED_TIERS: Final[tuple[int, ...]] = (3, 4)
 MIN_SAMPLES: Final[int] = 6
 
 DISPLAY_NAMES: Final[dict[str, str]] = {"tokio": "Tokio", "ampere": "ampere"}
+
+#: Every runtime the lab knows (schema 3), in the order tables list them: Ampere's native API and
+#: its variant, Ampere's std.Io, Zig's std.Io.Threaded, the peer zio, Tokio.
+KNOWN_RUNTIMES: Final[tuple[str, ...]] = ("ampere", "ampere.nospin", "ampere.io", "zig.threaded", "zio", "tokio")
+#: The runtimes that implement std.Io and run the io program (the io suite's `std.Io` sides).
+STD_IO_RUNTIMES: Final[tuple[str, ...]] = ("ampere.io", "zig.threaded", "zio")
+
+
+def runtime_rank(runtime: str) -> tuple[int, str]:
+    """Sort key of a runtime: KNOWN_RUNTIMES order, unknown names after them by name."""
+    rank = KNOWN_RUNTIMES.index(runtime) if runtime in KNOWN_RUNTIMES else len(KNOWN_RUNTIMES)
+    return (rank, runtime)
 
 
 def display_name(runtime: str) -> str:
@@ -107,14 +128,14 @@ def group_title(suite: str, tier: int) -> str:
 
 
 def param_sort_value(param: str) -> int:
-    """Numeric value of `n=10` / `size=4096`, -1 for the empty param."""
+    """Numeric value of `n=10` / `size=4096` / `d_ms=10`, -1 for the empty param."""
     if not param:
         return -1
     return int(param.split("=", 1)[1])
 
 
 def bench_sort_key(suite: str, tier: int, benchmark: str, param: str, workers: object = None) -> tuple:
-    """Sort key: micro, echo, net; tier; canonical order (unknown names last); param value;
+    """Sort key: micro, echo, net, io; tier; canonical order (unknown names last); param value;
     worker count (not recorded = schema 1 first)."""
     suite_rank = SUITES.index(suite) if suite in SUITES else len(SUITES)
     order = SUITE_ORDER.get(suite, ())

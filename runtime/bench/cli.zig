@@ -6,11 +6,11 @@
 const std = @import("std");
 
 pub const usage =
-    \\usage: ampere_bench [--suite micro|echo|net|all] [--quick | --profile full|quick] [--filter SUBSTR]...
+    \\usage: ampere_bench [--suite micro|echo|net|io|all] [--quick | --profile full|quick] [--filter SUBSTR]...
     \\                    [--workers N[,N...]] [--variant NAME] [--set KEY=VALUE]... [--invocation K]
     \\                    [--csv PATH] [--meta PATH] [--metrics PATH] [--json] [--list] [--help]
     \\
-    \\  --suite S          micro (default), echo, net or all
+    \\  --suite S          micro (default), echo, net, io (io_bench only) or all
     \\  --quick            the quick profile of constants.json (same as --profile quick)
     \\  --profile P        constant profile: full (default) or quick
     \\  --filter SUBSTR    only benchmarks whose name contains SUBSTR (repeatable: any of them)
@@ -45,6 +45,7 @@ pub const Suite = enum {
     micro,
     echo,
     net,
+    io,
     all,
 
     pub fn includes(self: Suite, suite: []const u8) bool {
@@ -52,6 +53,7 @@ pub const Suite = enum {
             .micro => std.mem.eql(u8, suite, "micro"),
             .echo => std.mem.eql(u8, suite, "echo"),
             .net => std.mem.eql(u8, suite, "net"),
+            .io => std.mem.eql(u8, suite, "io"),
             .all => true,
         };
     }
@@ -164,7 +166,7 @@ pub fn parse(args: []const []const u8, diag: *Diagnostic) Error!Options {
         const eql = std.mem.eql;
         if (eql(u8, flag, "--suite")) {
             options.suite = std.meta.stringToEnum(Suite, value) orelse
-                return diag.fail("--suite: unknown suite '{s}' (micro, echo, net, all)", .{value});
+                return diag.fail("--suite: unknown suite '{s}' (micro, echo, net, io, all)", .{value});
         } else if (eql(u8, flag, "--quick")) {
             options.profile = "quick";
         } else if (eql(u8, flag, "--profile")) {

@@ -67,6 +67,18 @@ pub const Constants = struct {
     net_rounds: u64,
     net_stream_bytes: u64,
     net_connect_ops: u64,
+    /// The io suite (runtime/bench/README.md, "Io suite"): io_mutex_contended's tasks,
+    /// io_fan_in's producers and io_fan_out's consumers, the items they pass, their queue's capacity,
+    /// io_spawn_group's tasks, io_sleep's tasks, round trips per connection of the io TCP rows
+    /// and connections per iteration of io_tcp_connect.
+    io_mutex_tasks: u64,
+    io_fan_tasks: u64,
+    io_fan_items: u64,
+    io_queue_capacity: u64,
+    io_group_tasks: u64,
+    io_sleep_tasks: u64,
+    io_net_rounds: u64,
+    io_connect_ops: u64,
     echo_batch_sizes: List,
 
     pub const fields = std.meta.fields(Constants);
@@ -185,6 +197,8 @@ pub const Constants = struct {
             .{ .total_key = "async_ops", .total = c.async_ops, .part_key = "contended_mutex_tasks", .part = c.contended_mutex_tasks },
             .{ .total_key = "async_ops", .total = c.async_ops, .part_key = "contended_sem_tasks", .part = c.contended_sem_tasks },
             .{ .total_key = "task_ops", .total = c.task_ops, .part_key = "spawn_batch_size", .part = c.spawn_batch_size },
+            .{ .total_key = "async_ops", .total = c.async_ops, .part_key = "io_mutex_tasks", .part = c.io_mutex_tasks },
+            .{ .total_key = "io_fan_items", .total = c.io_fan_items, .part_key = "io_fan_tasks", .part = c.io_fan_tasks },
         };
         for (divides) |d| {
             if (d.total < d.part) {

@@ -147,9 +147,24 @@ pub const Case = struct {
         return self.param_buffer[0..self.param_len];
     }
 
-    /// Whether the case runs on the micro suite's runtime (Tiers 3–4: the worker sweep).
+    /// Whether the case runs at every worker count of the sweep: Tiers 3–4 (on the micro
+    /// suite's runtime) and every io-suite case (on a fresh `std.Io` per count, io_main.zig).
     pub fn swept(self: *const Case) bool {
+        if (std.mem.eql(u8, self.suite, "io")) return true;
         return std.mem.eql(u8, self.suite, "micro") and self.tier >= 3;
+    }
+
+    /// An io-suite case: `param_name` is "" (no parameter) or the parameter's name, whose value
+    /// goes to `n` (pairs, tasks, conns) or, for `size` and `d_ms`, to `size`.
+    pub fn io(name: []const u8, param_name: []const u8, param_value: u64, ops: u64) Case {
+        var case = Case{ .suite = "io", .tier = 0, .name = name, .ops = ops, .workers = 1 };
+        if (param_name.len > 0) {
+            const text = std.fmt.bufPrint(&case.param_buffer, "{s}={d}", .{ param_name, param_value }) catch unreachable; // short name, u64
+            case.param_len = text.len;
+        }
+        const in_size = std.mem.eql(u8, param_name, "size") or std.mem.eql(u8, param_name, "d_ms");
+        if (in_size) case.size = param_value else case.n = param_value;
+        return case;
     }
 
     /// The Tier 3–4 case at `workers` workers.

@@ -4,11 +4,11 @@
 use std::path::PathBuf;
 
 pub const USAGE: &str = "\
-usage: tokio_bench [--suite micro|echo|net|all] [--quick | --profile full|quick] [--filter SUBSTR]...
+usage: tokio_bench [--suite micro|echo|net|io|all] [--quick | --profile full|quick] [--filter SUBSTR]...
                    [--workers N[,N...]] [--variant NAME] [--set KEY=VALUE]... [--invocation K]
                    [--csv PATH] [--meta PATH] [--json] [--list] [--help]
 
-  --suite S          micro (default), echo, net or all
+  --suite S          micro (default), echo, net, io or all
   --quick            the quick profile of constants.json (same as --profile quick)
   --profile P        constant profile: full (default) or quick
   --filter SUBSTR    only benchmarks whose name contains SUBSTR (repeatable: any of them)
@@ -37,6 +37,7 @@ pub enum Suite {
     Micro,
     Echo,
     Net,
+    Io,
     All,
 }
 
@@ -46,6 +47,7 @@ impl Suite {
             Suite::Micro => suite == "micro",
             Suite::Echo => suite == "echo",
             Suite::Net => suite == "net",
+            Suite::Io => suite == "io",
             Suite::All => true,
         }
     }
@@ -125,8 +127,9 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
                     "micro" => Suite::Micro,
                     "echo" => Suite::Echo,
                     "net" => Suite::Net,
+                    "io" => Suite::Io,
                     "all" => Suite::All,
-                    other => return Err(format!("--suite: unknown suite '{other}' (micro, echo, net, all)")),
+                    other => return Err(format!("--suite: unknown suite '{other}' (micro, echo, net, io, all)")),
                 }
             }
             "--quick" => options.profile = "quick".to_string(),

@@ -72,7 +72,8 @@ define_constants! {
         spawn_batch_size, yield_tasks, yield_per_task, ping_pong_rounds, chain_length,
         echo_batches, echo_warmup_n1, echo_warmup, echo_payload_bytes, echo_payload_buffers,
         echo_sweep_n, echo_sweep_min_bytes, echo_sweep_max_bytes, echo_shared_max_bytes,
-        net_rounds, net_stream_bytes, net_connect_ops,
+        net_rounds, net_stream_bytes, net_connect_ops, io_mutex_tasks, io_fan_tasks, io_fan_items, io_queue_capacity,
+        io_group_tasks, io_sleep_tasks, io_net_rounds, io_connect_ops,
     ],
     lists: [echo_batch_sizes],
 }
@@ -165,6 +166,10 @@ impl Constants {
             ("echo_sweep_n", c.echo_sweep_n), ("echo_sweep_min_bytes", c.echo_sweep_min_bytes),
             ("echo_sweep_max_bytes", c.echo_sweep_max_bytes), ("echo_shared_max_bytes", c.echo_shared_max_bytes),
             ("net_rounds", c.net_rounds), ("net_stream_bytes", c.net_stream_bytes), ("net_connect_ops", c.net_connect_ops),
+            ("io_mutex_tasks", c.io_mutex_tasks), ("io_fan_tasks", c.io_fan_tasks), ("io_fan_items", c.io_fan_items),
+            ("io_queue_capacity", c.io_queue_capacity), ("io_group_tasks", c.io_group_tasks),
+            ("io_sleep_tasks", c.io_sleep_tasks), ("io_net_rounds", c.io_net_rounds),
+            ("io_connect_ops", c.io_connect_ops),
         ];
         for (key, value) in at_least_one {
             if value == 0 {
@@ -178,6 +183,8 @@ impl Constants {
             ("async_ops", c.async_ops, "contended_mutex_tasks", c.contended_mutex_tasks),
             ("async_ops", c.async_ops, "contended_sem_tasks", c.contended_sem_tasks),
             ("task_ops", c.task_ops, "spawn_batch_size", c.spawn_batch_size),
+            ("async_ops", c.async_ops, "io_mutex_tasks", c.io_mutex_tasks),
+            ("io_fan_items", c.io_fan_items, "io_fan_tasks", c.io_fan_tasks),
         ];
         for (total_key, total, part_key, part) in divides {
             if total < part {

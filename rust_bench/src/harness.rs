@@ -46,9 +46,19 @@ impl Case {
         Case { suite: "net", tier: 0, name, param, ops, n, size, workers }
     }
 
-    /// Whether the case runs on the micro suite's runtime (Tiers 3–4: the worker sweep).
+    /// An io-suite case: `param_name` is "" (no parameter) or the parameter's name, whose
+    /// value goes to `size` for `size` and `d_ms`, else to `n` (as on the Zig side).
+    pub fn io(name: &'static str, param_name: &str, value: u64, ops: u64) -> Case {
+        let param = if param_name.is_empty() { String::new() } else { format!("{param_name}={value}") };
+        let in_size = param_name == "size" || param_name == "d_ms";
+        let (n, size) = if in_size { (0, value) } else { (value, 0) };
+        Case { suite: "io", tier: 0, name, param, ops, n, size, workers: 1 }
+    }
+
+    /// Whether the case runs at every worker count of the sweep: Tiers 3–4 and every io case
+    /// (on the micro suite's runtime with that count).
     pub fn swept(&self) -> bool {
-        self.suite == "micro" && self.tier >= 3
+        self.suite == "io" || (self.suite == "micro" && self.tier >= 3)
     }
 
     /// The Tier 3–4 case at `workers` workers.

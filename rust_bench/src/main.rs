@@ -14,6 +14,7 @@ mod cli;
 mod constants;
 mod echo;
 mod harness;
+mod io;
 mod net;
 mod output;
 mod sync_tiers;
@@ -49,6 +50,8 @@ enum Runner {
     Echo,
     /// The net suite: `net::run_case` on the `num_workers` runtime.
     Net,
+    /// The io suite: `io::run_case` on the runtime with the case's worker count.
+    Io,
 }
 
 struct Bench {
@@ -72,6 +75,7 @@ fn benches() -> Vec<Bench> {
     let micro = |tier, name, runner| Bench { suite: "micro", tier, name, runner };
     let echo = |name| Bench { suite: "echo", tier: 0, name, runner: Echo };
     let net = |name| Bench { suite: "net", tier: 0, name, runner: Net };
+    let io = |name| Bench { suite: "io", tier: 0, name, runner: Io };
     vec![
         micro(0, "floor_cas_store", Sync(s::floor_cas_store)),
         micro(0, "floor_fetch_add", Sync(s::floor_fetch_add)),
@@ -111,6 +115,16 @@ fn benches() -> Vec<Bench> {
         net("tcp_echo_conns"),
         net("tcp_connect"),
         net("tcp_stream"),
+        io("io_mutex_contended"),
+        io("io_queue_pingpong"),
+        io("io_fan_in"),
+        io("io_fan_out"),
+        io("io_spawn"),
+        io("io_spawn_group"),
+        io("io_sleep"),
+        io("io_tcp_pingpong"),
+        io("io_tcp_echo_conns"),
+        io("io_tcp_connect"),
     ]
 }
 
@@ -137,6 +151,9 @@ fn micro_ops(name: &str, c: &Constants) -> u64 {
 fn cases_of(bench: &Bench, c: &Constants) -> Vec<Case> {
     if bench.suite == "net" {
         return net::cases(bench.name, c);
+    }
+    if bench.suite == "io" {
+        return io::cases(bench.name, c);
     }
     let echo_case = |param: String, n: u64, size: u64| Case::echo(bench.name, param, n, size);
     match bench.name {
@@ -244,6 +261,7 @@ fn run_case(case: &Case, runner: Runner, c: &Constants, rts: &mut Runtimes) -> S
         Runner::Async(driver) => async_tiers::drive(rts.micro(case.workers)?, driver(c.clone())),
         Runner::Echo => echo::run_case(rts.echo()?, case, c),
         Runner::Net => net::run_case(rts.net(c.num_workers)?, case, c),
+        Runner::Io => io::run_case(rts.micro(case.workers)?, case, c),
     }
 }
 
@@ -345,7 +363,7 @@ mod tests {
     #[test]
     fn canonical_list_has_every_benchmark_once() {
         let names: Vec<&str> = benches().iter().map(|b| b.name).collect();
-        assert_eq!(names.len(), 38);
+        assert_eq!(names.len(), 48);
         let mut unique = names.clone();
         unique.sort();
         unique.dedup();
@@ -427,7 +445,7 @@ mod tests {
             order,
             vec![
                 "mutex:0", "mutex_contended:4", "task_spawn:4", "task_spawn_batch:4", "mutex_contended:1", "task_spawn:1",
-                "task_spawn_batch:1", "echo_f64:1", "echo_f64:1"
+                "task_spawn_batch:1", "echo_f64:1", "echo_f64:1", "io_mutex_contended:4", "io_mutex_contended:1"
             ]
         );
     }
@@ -481,8 +499,9 @@ mod tests {
         let text = std::fs::read_to_string(&csv).unwrap();
         let rows: Vec<&str> = text.lines().collect();
         assert_eq!(rows[0], output::CSV_HEADER);
-        // mutex + mutex_contended: 3 iterations each; echo_f64 n=1, n=10: 2 batches each.
-        assert_eq!(rows.len(), 1 + 3 + 3 + 2 + 2);
+        // mutex + mutex_contended + io_mutex_contended: 3 iterations each; echo_f64 n=1, n=10: 2 batches each.
+        assert_eq!(rows.len(), 1 + 3 + 3 + 2 + 2 + 3);
+        assert!(rows.iter().any(|r| r.starts_with("tokio,1,io,0,io_mutex_contended,tasks=4,0,400,")));
         assert!(rows[1].starts_with("tokio,1,micro,1,mutex,,0,2000,"));
         assert_eq!(rows[1].split(',').nth(10), Some("0"), "workers: Tier 1 has no runtime");
         assert!(rows.iter().any(|r| r.starts_with("tokio,1,echo,0,echo_f64,n=10,1,10,")));

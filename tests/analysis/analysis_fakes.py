@@ -141,7 +141,7 @@ if {metrics_option}:  # the fake ampere takes --metrics, like ampere_bench; the 
     p.add_argument("--metrics")
 a = p.parse_args()
 VARIANT = a.variant
-if VARIANT.split(".")[0] != RUNTIME:
+if VARIANT != RUNTIME and VARIANT.split(".")[0] != RUNTIME:
     print(f"error: variant {{VARIANT}} is not a {{RUNTIME}} variant", file=sys.stderr)
     sys.exit(2)
 
@@ -171,6 +171,10 @@ if a.suite in ("micro", "all"):
             benches.append(("micro", t, n, "", 1000, ns, w))
 if a.suite in ("echo", "all"):
     benches += [("echo", 0, "echo_f64", f"n={{n}}", n, 8000.0, 1) for n in (1, 10)]
+IO_PROGRAMS = ("zig.threaded", "zio", "ampere.io")
+if a.suite == "io" and (RUNTIME in IO_PROGRAMS or RUNTIME == "tokio"):  # the io suite, at every worker count
+    for w in sweep:
+        benches += [("io", 0, "io_mutex_contended", "tasks=4", 1000, 9.0, w), ("io", 0, "io_spawn", "", 100, 400.0, w)]
 benches = [b for b in benches if not a.filter or any(f in b[2] for f in a.filter)]
 rows = []
 COUNTERS = ["polls", "parks", "unparks_issued", "steals", "tasks_stolen", "inject_pushes", "spin_ns"]
@@ -200,7 +204,7 @@ for suite, tier, name, param, ops, ns, workers in benches:
         elapsed = int(ns * ops * speed * (1 + 0.02 * rng.random()))
         times.append(elapsed)
         rows.append([VARIANT, a.invocation, suite, tier, name, param, i, ops, elapsed, elapsed, workers, 0, 0])
-    if tier >= 3 or suite != "micro":  # ran on a runtime: counts that grow with the workers
+    if getattr(a, "metrics", None) and (tier >= 3 or suite != "micro"):  # ran on a runtime: counts that grow with the workers
         per_worker = [{{c: (k + 1) * iterations * ops // 10 + workers for k, c in enumerate(COUNTERS)}}
                       for _ in range(workers)]
         external = {{c: (3 if c == "inject_pushes" else 0) for c in COUNTERS}}
@@ -255,7 +259,7 @@ def install_fake_bench(folder: Path, runtime: str, metrics: bool | None = None) 
     """A fake program; `metrics` (default: the ampere one) makes it take `--metrics PATH` and
     write one JSON line per benchmark that ran on a runtime (FAKE_METRICS: ok, none, bad,
     wronginv, first)."""
-    path = folder / f"{runtime}_bench"
+    path = folder / f"{runtime.replace('.', '_')}_bench"
     takes_metrics = runtime == "ampere" if metrics is None else metrics
     path.write_text(FAKE_BENCH.format(python=sys.executable, runtime=runtime, metrics_option=takes_metrics),
                     encoding="utf-8")

@@ -65,12 +65,16 @@ def test_parse_progress():
 
 def test_profile_defaults():
     full, quick = bench.BenchOptions(), bench.BenchOptions(quick=True)
-    assert full.variant_names == ("ampere", "ampere.nospin", "tokio") and quick.variant_names == ("ampere", "tokio")
+    # the full profile's `--suite all` (make report) adds the io suite's std.Io implementations
+    assert full.variant_names == ("ampere", "ampere.nospin", "tokio", "ampere.io", "zig.threaded", "zio")
+    assert quick.variant_names == ("ampere", "tokio")
+    assert bench.BenchOptions(suite="io").variant_names == ("ampere.io", "zig.threaded", "zio", "tokio")
+    assert bench.BenchOptions(suite="micro").variant_names == ("ampere", "ampere.nospin", "tokio")
     assert full.invocation_count == bench.DEFAULT_INVOCATIONS["full"] >= bench.MIN_PUBLISHED_INVOCATIONS
     assert quick.invocation_count == bench.DEFAULT_INVOCATIONS["quick"]
     assert bench.default_workers("full", 2) == (1, 2, 4) and bench.default_workers("full", 4) == (1, 2, 4)
     assert bench.default_workers("full", 16) == (1, 2, 4, 16) and bench.default_workers("quick", 16) == (1, 4)
-    assert full.base_runtimes == ("ampere", "tokio")
+    assert full.base_runtimes == ("ampere", "tokio", "ampere.io", "zig.threaded", "zio")
     variants = bench.load_variants(REPO)
     assert {"ampere", "ampere.nospin", "tokio"} <= set(variants)
     assert variants["ampere.nospin"].runtime == "ampere" and variants["ampere.nospin"].settings == {"spin_before_park_ns": 0}
@@ -85,7 +89,11 @@ def test_warmup_then_alternating_variants_merged_csv_and_run_json(fakes, cli):
     # the warm-up: one discarded invocation of every variant, first, in the run's order
     assert [line.split()[0] for line in lines[:3]] == ["ampere", "ampere.nospin", "tokio"]
     assert all(".warmup.csv" in line for line in lines[:3]) and not any(".warmup." in line for line in lines[3:])
-    assert measured_calls(fakes) == [[v, str(k)] for k in range(3) for v in ("ampere", "ampere.nospin", "tokio")]
+    # each round once through every variant, the order rotated by one from round to round (schema 3)
+    assert measured_calls(fakes) == [[v, str(k)] for k, order in enumerate([("ampere", "ampere.nospin", "tokio"),
+                                                                           ("ampere.nospin", "tokio", "ampere"),
+                                                                           ("tokio", "ampere", "ampere.nospin")])
+                                     for v in order]
     first = lines[3]
     for flag in ("--variant ampere ", "--suite all", "--quick", "--filter mutex", "--filter echo", "--workers 1,2,4",
                  "--set iterations=4", "--invocation 0", "--csv ", "--meta "):
@@ -100,17 +108,19 @@ def test_warmup_then_alternating_variants_merged_csv_and_run_json(fakes, cli):
     # mutex + mutex_contended at 3 worker counts + echo_f64 n=1, n=10; 4 iterations, 3 invocations
     assert len(text.splitlines()) == 1 + (1 + 3 + 2) * 4 * 3
     info = json.loads((folder / "run.json").read_text())
-    assert info["schema_version"] == 2 and info["status"] == "complete" and info["run_id"] == folder.name
+    assert info["schema_version"] == 3 and info["status"] == "complete" and info["run_id"] == folder.name
     assert info["suites"] == ["micro", "echo"] and info["profile"] == "quick"
-    assert info["runtimes"] == ["ampere", "ampere.nospin", "tokio"] and info["workers"] == [1, 2, 4]
+    assert [e["name"] for e in info["runtimes"]] == ["ampere", "ampere.nospin", "tokio"] and info["workers"] == [1, 2, 4]
+    assert all("absent" not in e and e["versions"]["runtime_version"] for e in info["runtimes"])
     assert info["variants"]["ampere.nospin"] == {"runtime": "ampere", "settings": {"spin_before_park_ns": 0}}
     assert info["warmup"]["discarded"] is True and "discarded invocation of every variant" in info["warmup"]["what"]
     assert [w["runtime"] for w in info["warmup"]["invocations"]] == ["ampere", "ampere.nospin", "tokio"]
     assert all(w["elapsed_s"] > 0 for w in info["warmup"]["invocations"])
     assert info["constants"]["iterations"] == 4 and info["constants"]["sync_ops"] == 2000  # quick profile
     assert info["overrides"] == {"iterations": 4}
-    assert [(o["runtime"], o["invocation"]) for o in info["invocation_order"]][:4] == [
-        ("ampere", 0), ("ampere.nospin", 0), ("tokio", 0), ("ampere", 1)]
+    assert [(o["runtime"], o["invocation"]) for o in info["invocation_order"]] == [
+        ("ampere", 0), ("ampere.nospin", 0), ("tokio", 0), ("ampere.nospin", 1), ("tokio", 1), ("ampere", 1),
+        ("tokio", 2), ("ampere", 2), ("ampere.nospin", 2)]
     assert all(o["elapsed_s"] > 0 for o in info["invocation_order"]) and info["elapsed_s"] > 0
     assert info["filters"] == ["mutex", "echo"] and info["invocations"] == 3
     assert info["git"] is None or set(info["git"]) == {"commit", "dirty"}
@@ -132,9 +142,10 @@ def test_warmup_then_alternating_variants_merged_csv_and_run_json(fakes, cli):
 def test_quick_defaults_two_variants_two_invocations_sweep(fakes, cli):
     code, _, err = cli(*bench_args(fakes, "--suite", "micro"))
     assert code == 0, err
-    assert measured_calls(fakes) == [["ampere", "0"], ["tokio", "0"], ["ampere", "1"], ["tokio", "1"]]
+    assert measured_calls(fakes) == [["ampere", "0"], ["tokio", "0"], ["tokio", "1"], ["ampere", "1"]]
     info = json.loads((only_run(fakes) / "run.json").read_text())
-    assert info["workers"] == [1, 4] and info["invocations"] == 2 and info["runtimes"] == ["ampere", "tokio"]
+    assert info["workers"] == [1, 4] and info["invocations"] == 2
+    assert [e["name"] for e in info["runtimes"]] == ["ampere", "tokio"]
     assert "--workers 1,4" in log_lines(fakes)[0]
 
 
@@ -303,7 +314,7 @@ def test_one_variant_run(fakes, cli):
     code, _, err = cli(*bench_args(fakes, "--runtimes", "ampere.nospin", "--invocations", "2", "--suite", "micro"))
     assert code == 0, err
     info = json.loads((only_run(fakes) / "run.json").read_text())
-    assert info["runtimes"] == ["ampere.nospin"] and info["suites"] == ["micro"]
+    assert [e["name"] for e in info["runtimes"]] == ["ampere.nospin"] and info["suites"] == ["micro"]
     assert list(info["binaries"]) == ["ampere"]
     assert load_run(str(only_run(fakes))).runtimes == ("ampere.nospin",)
 
@@ -514,7 +525,8 @@ def test_binary_option_runs_a_variant_from_another_program(fakes, cli, tmp_path)
                                      "--filter", "mutex", "--set", "iterations=2", "--workers", "1",
                                      "--binary", f"ampere.ab={wrapper}"))
     assert code == 0, err
-    assert measured_calls(fakes) == [[v, str(k)] for k in range(2) for v in ("ampere", "ampere.ab")]
+    # the order rotates from round to round (schema 3)
+    assert measured_calls(fakes) == [["ampere", "0"], ["ampere.ab", "0"], ["ampere.ab", "1"], ["ampere", "1"]]
     # its --help (does it take --metrics?), the warm-up and two measured invocations
     assert marks.read_text().splitlines() == ["call"] * 4
     info = json.loads((only_run(fakes) / "run.json").read_text())

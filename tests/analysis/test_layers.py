@@ -30,9 +30,9 @@ LAYERS: dict[str, list[str]] = {
     "statistics": ["stats", "ranks"],
     "comparison": ["benchmarks"],
     "diagnostics": ["diagnostics"],
-    "results": ["summary", "compare", "artefact", "history", "net"],
+    "results": ["summary", "compare", "artefact", "history", "net", "iosuite"],
     "presentation": ["fmt", "document", "render", "tables", "words", "figures", "figures.style", "figures.overview",
-                     "figures.distributions", "figures.echo", "figures.net", "figures.scaling", "figures.history",
+                     "figures.distributions", "figures.echo", "figures.net", "figures.io", "figures.scaling", "figures.history",
                      "notebook", "index_page"],
     "commands": ["options", "build", "child", "bench", "report", "cli", "__main__"],
 }

@@ -34,8 +34,11 @@ def test_bench_records_a_complete_quick_run(pipeline):
     assert {"run.json", "ampere.csv", "tokio.csv", "ampere.meta.json", "tokio.meta.json"} <= names
     info = json.loads((run / "run.json").read_text())
     assert (info["status"], info["profile"], sorted(info["suites"]), info["invocations"]) == (
-        "complete", "quick", ["echo", "micro", "net"], 2)  # --suite all: every suite the programs have
-    assert info["schema_version"] == 2 and info["runtimes"] == ["ampere", "tokio"] and info["workers"] == [1, 4]
+        "complete", "quick", ["echo", "io", "micro", "net"], 2)  # --suite all: every suite the programs have
+    # (the quick profile's ampere and tokio; tokio_bench has the io suite's Tokio twins)
+    assert info["schema_version"] == 3 and info["workers"] == [1, 4]
+    assert [e["name"] for e in info["runtimes"]] == ["ampere", "tokio"]
+    assert info["runtimes"][1]["versions"]["tokio_version"] and info["runtimes"][0]["versions"]["compiler"] == "zig"
     assert [w["runtime"] for w in info["warmup"]["invocations"]] == ["ampere", "tokio"]
     assert (run / "logs" / "ampere.warmup.stderr.txt").is_file()
     for runtime in ("ampere", "tokio"):
@@ -48,8 +51,9 @@ def test_bench_records_a_complete_quick_run(pipeline):
         by_tier = {(r["suite"], r["tier"], r["workers"]) for r in rows}
         assert {w for suite, tier, w in by_tier if suite == "micro" and tier in ("0", "1", "2")} == {"0"}
         assert {w for suite, tier, w in by_tier if suite == "echo"} == {"1"}
-        swept = {(r["benchmark"], r["workers"]) for r in rows if r["suite"] == "micro" and r["tier"] in ("3", "4")}
-        assert swept and all({(b, "1"), (b, "4")} <= swept for b, _ in swept), "Tiers 3-4 must run at 1 and 4 workers"
+        swept = {(r["benchmark"], r["workers"]) for r in rows
+                 if (r["suite"] == "micro" and r["tier"] in ("3", "4")) or r["suite"] == "io"}
+        assert swept and all({(b, "1"), (b, "4")} <= swept for b, _ in swept), "Tiers 3-4 and io must run at 1 and 4 workers"
     meta = json.loads((run / "ampere.meta.json").read_text())
     assert meta["runtime"] == "ampere" and meta.get("variant", "ampere") == "ampere"
     assert "run complete:" in pipeline.bench.stdout

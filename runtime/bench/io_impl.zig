@@ -1,0 +1,65 @@
+//! The `std.Io` implementation the io program is built for (build option `implementation`,
+//! set by build.zig: one binary per implementation, runtime/bench/README.md "Io suite").
+//!
+//! | name | what | `workers` = |
+//! |---|---|---|
+//! | `zig.threaded` | `std.Io.Threaded` (Zig's standard library) | its `async_limit` (the pool size for `io.async`); `io.concurrent` tasks get a thread each, as Threaded must to give them the concurrency they ask for (a `concurrent_limit` would make them fail instead) |
+//! | `zio` | the peer zio v0.17.0 through `zio.Runtime.io()` (a lazy package, build.zig.zon) | its executor count (the calling thread is executor 0) |
+//! | `ampere.io` | Ampere's `std.Io` (`Runtime.io()`, issue 22) | its worker count |
+//!
+//! An `Instance` is built per worker count of the sweep (never inside a timed region) and
+//! allocates through the program's counting allocator, so runtime-internal allocations are
+//! counted as on the Tokio side.
+
+const std = @import("std");
+const io_options = @import("io_options");
+
+pub const name: []const u8 = io_options.implementation;
+/// What the implementation is, for meta.json (`runtime_version`; zio's package and commit).
+pub const version: []const u8 = io_options.version;
+pub const zio_commit: ?[]const u8 = io_options.zio_commit;
+
+pub const Instance = if (std.mem.eql(u8, name, "zig.threaded"))
+    Threaded
+else if (std.mem.eql(u8, name, "zio"))
+    @import("io_zio.zig").Instance
+else if (std.mem.eql(u8, name, "ampere.io"))
+    Ampere
+else
+    @compileError("unknown io implementation '" ++ name ++ "' (zig.threaded, zio, ampere.io)");
+
+const Threaded = struct {
+    threaded: std.Io.Threaded,
+
+    pub fn init(self: *Threaded, gpa: std.mem.Allocator, workers: u64) !void {
+        self.threaded = std.Io.Threaded.init(gpa, .{ .async_limit = .limited(@intCast(workers)) });
+    }
+
+    pub fn io(self: *Threaded) std.Io {
+        return self.threaded.io();
+    }
+
+    pub fn deinit(self: *Threaded) void {
+        self.threaded.deinit();
+    }
+};
+
+/// Ampere's `std.Io`: a runtime of `workers` workers and its `io()`. Built only with
+/// `-Dio-ampere=true` (build.zig), which the lab turns on once `Runtime.io()` exists.
+const Ampere = struct {
+    const ampere = @import("ampere");
+    runtime: *ampere.Runtime,
+
+    pub fn init(self: *Ampere, gpa: std.mem.Allocator, workers: u64) !void {
+        if (comptime !@hasDecl(ampere.Runtime, "io")) @compileError("ampere.Io not built yet: Runtime has no io() (issue 22)");
+        self.runtime = try ampere.Runtime.init(gpa, .{ .workers = @intCast(workers) });
+    }
+
+    pub fn io(self: *Ampere) std.Io {
+        return self.runtime.io();
+    }
+
+    pub fn deinit(self: *Ampere) void {
+        self.runtime.deinit();
+    }
+};

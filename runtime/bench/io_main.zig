@@ -1,0 +1,415 @@
+//! io_bench: the io suite's program, one source built once per `std.Io` implementation
+//! (io_impl.zig; binaries `io_bench_threaded`, `io_bench_zio`, `io_bench_ampere`).
+//!
+//! Same program interface as ampere_bench and tokio_bench (README.md, "Program interface"):
+//! `--suite io` (or `all`), `--filter`, `--workers`, `--csv`, `--meta`, `--invocation`,
+//! `--set`, `--json`, `--list`, progress lines on stderr, exit codes 0 / 1 / 2. `--variant`
+//! accepts only the implementation's own name (`zig.threaded`, `zio`, `ampere.io`), which is
+//! the CSV's `runtime` column. Flow: parse, load the constants, select the cases, then for
+//! each worker count of `--workers` build a fresh implementation instance and run every case
+//! on it, each from a driver task (`io.concurrent`, then await: the driver runs where the
+//! implementation runs tasks, as the Tokio twin's driver is a spawned task); then write the
+//! CSV, meta and the table or summary JSON.
+//!
+//! Every allocation goes through one `CountingAllocator` around `SystemAllocator` (glibc
+//! malloc), which the implementation instance allocates through as well.
+
+const std = @import("std");
+const builtin = @import("builtin");
+const harness = @import("harness.zig");
+const SystemAllocator = @import("SystemAllocator.zig");
+const constants_mod = @import("constants.zig");
+const cli = @import("cli.zig");
+const output = @import("output.zig");
+const variants = @import("variants.zig");
+const benches = @import("io_benches.zig");
+const impl = @import("io_impl.zig");
+
+const Constants = constants_mod.Constants;
+const Case = harness.Case;
+const Ctx = harness.Ctx;
+const Outcome = harness.Outcome;
+const CountingAllocator = harness.CountingAllocator;
+
+const BenchFn = *const fn (*Ctx, std.Io) harness.Error!void;
+
+const Bench = struct { name: []const u8, run: BenchFn };
+
+/// The registered benchmarks in canonical order (BENCHMARKS.md, "Io suite").
+const registry = [_]Bench{
+    .{ .name = "io_mutex_contended", .run = benches.mutexContended },
+    .{ .name = "io_queue_pingpong", .run = benches.queuePingpong },
+    .{ .name = "io_fan_in", .run = benches.fanIn },
+    .{ .name = "io_fan_out", .run = benches.fanOut },
+    .{ .name = "io_spawn", .run = benches.spawn },
+    .{ .name = "io_spawn_group", .run = benches.spawnGroup },
+    .{ .name = "io_sleep", .run = benches.sleep },
+    .{ .name = "io_tcp_pingpong", .run = benches.tcpPingpong },
+    .{ .name = "io_tcp_echo_conns", .run = benches.tcpEchoConns },
+    .{ .name = "io_tcp_connect", .run = benches.tcpConnect },
+};
+
+const Selected = struct { case: Case, run: BenchFn };
+
+/// The cases (benchmark × param) of `bench`, with their ops per iteration (the same on the
+/// Rust side, rust_bench/src/io.rs).
+fn appendCases(gpa: std.mem.Allocator, list: *std.ArrayList(Selected), bench: Bench, c: *const Constants) !void {
+    const eql = std.mem.eql;
+    const name = bench.name;
+    const add = struct {
+        fn add(g: std.mem.Allocator, l: *std.ArrayList(Selected), b: Bench, case: Case) !void {
+            try l.append(g, .{ .case = case, .run = b.run });
+        }
+    }.add;
+    if (eql(u8, name, "io_mutex_contended")) {
+        try add(gpa, list, bench, Case.io(name, "tasks", c.io_mutex_tasks, c.io_mutex_tasks * (c.async_ops / c.io_mutex_tasks)));
+    } else if (eql(u8, name, "io_queue_pingpong")) {
+        for (benches.queue_pairs) |pairs| try add(gpa, list, bench, Case.io(name, "pairs", pairs, pairs * benches.pingpongRounds(c.ping_pong_rounds, pairs)));
+    } else if (eql(u8, name, "io_fan_in")) {
+        try add(gpa, list, bench, Case.io(name, "producers", c.io_fan_tasks, benches.fanItems(c.io_fan_items, c.io_fan_tasks)));
+    } else if (eql(u8, name, "io_fan_out")) {
+        try add(gpa, list, bench, Case.io(name, "consumers", c.io_fan_tasks, benches.fanItems(c.io_fan_items, c.io_fan_tasks)));
+    } else if (eql(u8, name, "io_spawn")) {
+        try add(gpa, list, bench, Case.io(name, "", 0, c.task_ops));
+    } else if (eql(u8, name, "io_spawn_group")) {
+        try add(gpa, list, bench, Case.io(name, "n", c.io_group_tasks, c.io_group_tasks));
+    } else if (eql(u8, name, "io_sleep")) {
+        for (benches.sleep_ms) |ms| try add(gpa, list, bench, Case.io(name, "d_ms", ms, c.io_sleep_tasks));
+    } else if (eql(u8, name, "io_tcp_pingpong")) {
+        for (benches.pingpong_sizes) |size| try add(gpa, list, bench, Case.io(name, "size", size, c.io_net_rounds));
+    } else if (eql(u8, name, "io_tcp_echo_conns")) {
+        for (benches.echo_conns) |conns| try add(gpa, list, bench, Case.io(name, "conns", conns, conns * c.io_net_rounds));
+    } else {
+        std.debug.assert(eql(u8, name, "io_tcp_connect"));
+        try add(gpa, list, bench, Case.io(name, "", 0, c.io_connect_ops));
+    }
+}
+
+/// Selected cases in canonical order.
+fn select(gpa: std.mem.Allocator, options: *const cli.Options, c: *const Constants) !std.ArrayList(Selected) {
+    var list: std.ArrayList(Selected) = .empty;
+    errdefer list.deinit(gpa);
+    if (!options.suite.includes("io")) return list;
+    for (registry) |bench| {
+        if (options.filter_len > 0) {
+            var matched = false;
+            for (options.filterList()) |filter| {
+                if (std.mem.indexOf(u8, bench.name, filter) != null) matched = true;
+            }
+            if (!matched) continue;
+        }
+        try appendCases(gpa, &list, bench, c);
+    }
+    return list;
+}
+
+/// How `run` ended: the exit code and, for codes 1 and 2, the one-line message.
+const Exit = struct {
+    code: u8,
+    message_buffer: [512]u8 = undefined,
+    message_len: usize = 0,
+
+    fn fail(code: u8, comptime format: []const u8, args: anytype) Exit {
+        var exit = Exit{ .code = code };
+        const text = std.fmt.bufPrint(&exit.message_buffer, format, args) catch exit.message_buffer[0..];
+        exit.message_len = text.len;
+        return exit;
+    }
+
+    fn message(self: *const Exit) []const u8 {
+        return self.message_buffer[0..self.message_len];
+    }
+};
+
+/// The metadata JSON (`--meta`): like ampere_bench's, with the implementation's versions.
+const Meta = struct {
+    schema_version: u32 = output.schema_version,
+    runtime: []const u8 = impl.name,
+    variant: []const u8 = impl.name,
+    variant_settings: struct {} = .{},
+    runtime_version: []const u8 = impl.version,
+    io_implementation: []const u8 = impl.name,
+    zio_version: ?[]const u8 = if (std.mem.eql(u8, impl.name, "zio")) impl.version else null,
+    zio_commit: ?[]const u8 = impl.zio_commit,
+    compiler: []const u8 = "zig",
+    compiler_version: []const u8 = builtin.zig_version_string,
+    tokio_version: ?[]const u8 = null,
+    build_mode: []const u8 = @tagName(builtin.mode),
+    target_cpu: []const u8 = builtin.cpu.model.name,
+    allocator: []const u8 = "glibc malloc via CountingAllocator",
+    machine: output.Machine,
+};
+
+fn writeMeta(io: std.Io, gpa: std.mem.Allocator, path: []const u8) Exit {
+    var arena = std.heap.ArenaAllocator.init(gpa);
+    defer arena.deinit();
+    var text = std.Io.Writer.Allocating.init(arena.allocator());
+    const meta = Meta{ .machine = output.Machine.read(io, arena.allocator()) };
+    std.json.Stringify.value(meta, .{ .whitespace = .indent_2 }, &text.writer) catch return Exit.fail(1, "out of memory", .{});
+    text.writer.writeByte('\n') catch return Exit.fail(1, "out of memory", .{});
+    output.writeAtomic(io, path, text.written()) catch |err| return Exit.fail(1, "{s}: {s}", .{ path, @errorName(err) });
+    return .{ .code = 0 };
+}
+
+fn driver(run_fn: BenchFn, ctx: *Ctx, io: std.Io) harness.Error!void {
+    return run_fn(ctx, io);
+}
+
+/// Runs one case on `io` from a driver task; returns its outcome or the failure exit.
+fn runCase(gpa: std.mem.Allocator, io: std.Io, counting: *CountingAllocator, c: *const Constants, s: *const Selected, outcomes: *std.ArrayList(Outcome)) ?Exit {
+    const expected: usize = @intCast(c.iterations);
+    const samples = gpa.alloc(harness.Sample, expected) catch return Exit.fail(1, "out of memory", .{});
+    harness.progressStart(&s.case);
+    var ctx = Ctx{ .constants = c, .counting = counting, .case = &s.case, .samples = samples };
+    var task = io.concurrent(driver, .{ s.run, &ctx, io }) catch |err| {
+        gpa.free(samples);
+        return Exit.fail(1, "{s}: io.concurrent(driver): {s}", .{ s.case.name, @errorName(err) });
+    };
+    task.await(io) catch {
+        gpa.free(samples);
+        return Exit.fail(1, "{s}: {s}", .{ s.case.name, ctx.message() });
+    };
+    if (ctx.sample_len != expected) {
+        gpa.free(samples);
+        return Exit.fail(1, "{s}: {d} samples, expected {d}", .{ s.case.name, ctx.sample_len, expected });
+    }
+    const outcome = Outcome.init(s.case, samples, gpa) catch {
+        gpa.free(samples);
+        return Exit.fail(1, "out of memory", .{});
+    };
+    harness.progressDone(&outcome.case, outcome.stats);
+    outcomes.appendAssumeCapacity(outcome);
+    return null;
+}
+
+/// Every case at every worker count, a fresh implementation instance per count.
+fn runAll(gpa: std.mem.Allocator, counting: *CountingAllocator, c: *const Constants, selected: []const Selected, worker_counts: []const u64, outcomes: *std.ArrayList(Outcome)) ?Exit {
+    outcomes.ensureTotalCapacity(gpa, selected.len * worker_counts.len) catch return Exit.fail(1, "out of memory", .{});
+    for (worker_counts) |workers| {
+        var instance: impl.Instance = undefined;
+        instance.init(gpa, workers) catch |err| return Exit.fail(1, "{s} with {d} workers: {s}", .{ impl.name, workers, @errorName(err) });
+        // On a failure the instance is left running: the process exits, and a failed
+        // benchmark may have left tasks behind that a shutdown would wait for.
+        for (selected) |s| {
+            const at = Selected{ .case = s.case.withWorkers(workers), .run = s.run };
+            if (runCase(gpa, instance.io(), counting, c, &at, outcomes)) |exit| return exit;
+        }
+        instance.deinit();
+    }
+    return null;
+}
+
+/// The whole program minus process concerns; writes the table/JSON/list to `out`.
+fn run(gpa: std.mem.Allocator, io: std.Io, counting: *CountingAllocator, args: []const []const u8, out: *std.Io.Writer) Exit {
+    var cli_diag = cli.Diagnostic{};
+    const options = cli.parse(args, &cli_diag) catch return Exit.fail(2, "{s}", .{cli_diag.message()});
+    if (options.help) {
+        out.writeAll(cli.usage) catch return Exit.fail(1, "cannot write to stdout", .{});
+        return .{ .code = 0 };
+    }
+    if (options.variant) |name| {
+        if (!std.mem.eql(u8, name, impl.name)) return Exit.fail(2, "--variant {s}: this program runs {s} only", .{ name, impl.name });
+    }
+    if (options.metrics != null) return Exit.fail(2, "--metrics: the io program records no runtime metrics", .{});
+    var diag = constants_mod.Diagnostic{};
+    var c = Constants.load(gpa, options.profile, &diag) catch return Exit.fail(2, "{s}", .{diag.message()});
+    for (options.overrideList()) |assignment| {
+        c.applyOverride(assignment, &diag) catch return Exit.fail(2, "{s}", .{diag.message()});
+    }
+    const default_counts = [_]u64{c.num_workers};
+    const worker_counts: []const u64 = if (options.workers) |*w| w.items() else &default_counts;
+    for (worker_counts) |count| {
+        if (count > 255) return Exit.fail(2, "--workers: {d}: the io program supports at most 255 workers", .{count});
+    }
+    var selected = select(gpa, &options, &c) catch return Exit.fail(1, "out of memory", .{});
+    defer selected.deinit(gpa);
+    if (selected.items.len == 0) return Exit.fail(2, "no benchmark matches the suite and filters (the io program runs --suite io)", .{});
+    if (options.list) {
+        for (selected.items) |*s| s.case.writeListLine(out) catch return Exit.fail(1, "cannot write to stdout", .{});
+        return .{ .code = 0 };
+    }
+    for ([_]?[]const u8{ options.csv, options.meta }) |maybe_path| {
+        const path = maybe_path orelse continue;
+        output.checkNew(io, path) catch return Exit.fail(2, "{s} exists (results are never overwritten)", .{path});
+        if (!output.parentExists(io, path)) return Exit.fail(2, "{s}: folder does not exist", .{std.fs.path.dirname(path) orelse "."});
+    }
+    if (options.meta) |path| {
+        const exit = writeMeta(io, gpa, path);
+        if (exit.code != 0) return exit;
+    }
+    var outcomes: std.ArrayList(Outcome) = .empty;
+    defer {
+        for (outcomes.items) |o| gpa.free(o.samples);
+        outcomes.deinit(gpa);
+    }
+    if (runAll(gpa, counting, &c, selected.items, worker_counts, &outcomes)) |exit| return exit;
+    if (options.csv) |path| {
+        var text = std.Io.Writer.Allocating.init(gpa);
+        defer text.deinit();
+        output.writeCsv(&text.writer, impl.name, options.invocation, outcomes.items) catch return Exit.fail(1, "out of memory", .{});
+        output.writeAtomic(io, path, text.written()) catch |err| return Exit.fail(1, "{s}: {s}", .{ path, @errorName(err) });
+    }
+    const variant = variants.Variant{ .name = impl.name, .runtime = impl.name };
+    const written = if (options.json)
+        output.writeSummary(out, &variant, options.profile, options.invocation, &c, worker_counts, outcomes.items)
+    else
+        output.writeTable(out, impl.name, outcomes.items);
+    written catch return Exit.fail(1, "cannot write to stdout", .{});
+    return .{ .code = 0 };
+}
+
+pub fn main(init: std.process.Init.Minimal) u8 {
+    var counting = CountingAllocator.init(SystemAllocator.allocator);
+    const gpa = counting.allocator();
+    var args_arena = std.heap.ArenaAllocator.init(gpa);
+    defer args_arena.deinit();
+    const args = init.args.toSlice(args_arena.allocator()) catch {
+        std.debug.print("error: out of memory\n", .{});
+        return 1;
+    };
+    // Files and stdout go through std's single-threaded `Io` (blocking calls on this thread);
+    // the implementation under test is built per worker count in `runAll`.
+    var threaded: std.Io.Threaded = .init_single_threaded;
+    const io = threaded.io();
+    var stdout_buffer: [16 * 1024]u8 = undefined;
+    var stdout = std.Io.File.stdout().writerStreaming(io, &stdout_buffer);
+    const view: []const []const u8 = @ptrCast(args[1..]);
+    const exit = run(gpa, io, &counting, view, &stdout.interface);
+    stdout.interface.flush() catch {};
+    if (exit.code != 0) std.debug.print("error: {s}\n", .{exit.message()});
+    return exit.code;
+}
+
+// -- tests (zig build test-io: the harness of the program on this build's implementation) ---
+
+const testing = std.testing;
+
+test {
+    _ = benches;
+}
+
+fn runArgs(counting: *CountingAllocator, comptime line: []const u8, out: *std.Io.Writer) Exit {
+    comptime var list: []const []const u8 = &.{};
+    comptime {
+        var it = std.mem.tokenizeScalar(u8, line, ' ');
+        while (it.next()) |w| list = list ++ .{w};
+    }
+    return run(testing.allocator, testing.io, counting, list, out);
+}
+
+test "the io suite lists its cases in canonical order (same as the Rust side)" {
+    var counting = CountingAllocator.init(testing.allocator);
+    var aw = std.Io.Writer.Allocating.init(testing.allocator);
+    defer aw.deinit();
+    try testing.expectEqual(@as(u8, 0), runArgs(&counting, "--suite io --list", &aw.writer).code);
+    try testing.expectEqualStrings(
+        \\io 0 io_mutex_contended tasks=4
+        \\io 0 io_queue_pingpong pairs=1
+        \\io 0 io_queue_pingpong pairs=100
+        \\io 0 io_fan_in producers=1000
+        \\io 0 io_fan_out consumers=1000
+        \\io 0 io_spawn
+        \\io 0 io_spawn_group n=1000
+        \\io 0 io_sleep d_ms=0
+        \\io 0 io_sleep d_ms=10
+        \\io 0 io_tcp_pingpong size=64
+        \\io 0 io_tcp_pingpong size=4096
+        \\io 0 io_tcp_echo_conns conns=16
+        \\io 0 io_tcp_echo_conns conns=128
+        \\io 0 io_tcp_connect
+        \\
+    , aw.written());
+}
+
+test "command line errors exit 2" {
+    var counting = CountingAllocator.init(testing.allocator);
+    var aw = std.Io.Writer.Allocating.init(testing.allocator);
+    defer aw.deinit();
+    const lines = .{
+        .{ "--suite micro", "no benchmark matches" },
+        .{ "--suite io --variant tokio", "this program runs " ++ impl.name ++ " only" },
+        .{ "--suite io --workers 300", "at most 255 workers" },
+        .{ "--suite io --set io_fan_tasks=0", "io_fan_tasks must be at least 1" },
+        .{ "--suite io --metrics x", "no runtime metrics" },
+    };
+    inline for (lines) |line| {
+        const exit = runArgs(&counting, line[0], &aw.writer);
+        try testing.expectEqual(@as(u8, 2), exit.code);
+        try testing.expect(std.mem.indexOf(u8, exit.message(), line[1]) != null);
+    }
+}
+
+test "every io benchmark runs, checks itself and writes one row per iteration and worker count" {
+    var tmp = testing.tmpDir(.{});
+    defer tmp.cleanup();
+    var dir_buffer: [std.fs.max_path_bytes]u8 = undefined;
+    const dir = dir_buffer[0..try tmp.dir.realPath(testing.io, &dir_buffer)];
+    var csv_buffer: [std.fs.max_path_bytes]u8 = undefined;
+    var meta_buffer: [std.fs.max_path_bytes]u8 = undefined;
+    const csv = try std.fmt.bufPrint(&csv_buffer, "{s}/io.csv", .{dir});
+    const meta = try std.fmt.bufPrint(&meta_buffer, "{s}/io.meta.json", .{dir});
+    const args = [_][]const u8{
+        "--quick",      "--suite", "io",   "--workers", "2,1", "--set", "io_sleep_tasks=20", "--set", "iterations=2",
+        "--invocation", "3",       "--csv", csv,        "--meta", meta,
+    };
+    var counting = CountingAllocator.init(testing.allocator);
+    var aw = std.Io.Writer.Allocating.init(testing.allocator);
+    defer aw.deinit();
+    const exit = run(testing.allocator, testing.io, &counting, &args, &aw.writer);
+    if (exit.code != 0) std.debug.print("{s}\n", .{exit.message()});
+    try testing.expectEqual(@as(u8, 0), exit.code);
+    const text = try tmp.dir.readFileAlloc(testing.io, "io.csv", testing.allocator, .limited(1 << 20));
+    defer testing.allocator.free(text);
+    var lines = std.mem.splitScalar(u8, text, '\n');
+    try testing.expectEqualStrings(output.csv_header, lines.next().?);
+    var rows: usize = 0;
+    var rows_at_two: usize = 0;
+    while (lines.next()) |line| {
+        if (line.len == 0) break;
+        var fields = std.mem.splitScalar(u8, line, ',');
+        try testing.expectEqualStrings(impl.name, fields.next().?);
+        try testing.expectEqualStrings("3", fields.next().?);
+        try testing.expectEqualStrings("io", fields.next().?);
+        rows += 1;
+        var columns: [10][]const u8 = undefined;
+        for (&columns) |*column| column.* = fields.next().?;
+        if (std.mem.eql(u8, columns[7], "2")) rows_at_two += 1; // workers
+    }
+    // 14 cases × 2 iterations × 2 worker counts; worker count 2 first.
+    try testing.expectEqual(@as(usize, 14 * 2 * 2), rows);
+    try testing.expectEqual(@as(usize, 14 * 2), rows_at_two);
+    const meta_text = try tmp.dir.readFileAlloc(testing.io, "io.meta.json", testing.allocator, .limited(1 << 20));
+    defer testing.allocator.free(meta_text);
+    const parsed = try std.json.parseFromSlice(std.json.Value, testing.allocator, meta_text, .{});
+    defer parsed.deinit();
+    try testing.expectEqualStrings(impl.name, parsed.value.object.get("runtime").?.string);
+    try testing.expectEqualStrings(impl.name, parsed.value.object.get("variant").?.string);
+}
+
+fn shortCounting(ctx: *Ctx, io: std.Io) harness.Error!void {
+    // A benchmark whose task did one op too few: its own check must stop the program.
+    var counter: std.atomic.Value(u64) = .init(0);
+    var future = io.concurrent(struct {
+        fn bump(value: *std.atomic.Value(u64)) void {
+            _ = value.fetchAdd(1, .monotonic);
+        }
+    }.bump, .{&counter}) catch return ctx.fail("io.concurrent refused", .{});
+    future.await(io);
+    return ctx.expectEq("counter", counter.load(.monotonic), 2);
+}
+
+test "a benchmark that did not do its work stops the run with exit 1 and its message" {
+    var diag = constants_mod.Diagnostic{};
+    const c = try Constants.load(testing.allocator, "quick", &diag);
+    // runAll leaves the implementation running after a failure (the process exits): an arena,
+    // not the leak-checking testing allocator.
+    var arena = std.heap.ArenaAllocator.init(std.heap.page_allocator);
+    defer arena.deinit();
+    var counting = CountingAllocator.init(arena.allocator());
+    var outcomes: std.ArrayList(Outcome) = .empty;
+    const selected = [_]Selected{.{ .case = Case.io("io_spawn", "", 0, 1), .run = shortCounting }};
+    const exit = runAll(counting.allocator(), &counting, &c, &selected, &.{1}, &outcomes) orelse return error.TestUnexpectedResult;
+    try testing.expectEqual(@as(u8, 1), exit.code);
+    try testing.expectEqualStrings("io_spawn: counter = 1, expected 2", exit.message());
+    try testing.expectEqual(@as(usize, 0), outcomes.items.len);
+}
