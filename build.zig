@@ -1,6 +1,9 @@
 //! Build graph of the Zig side.
 //!
-//!   zig build test         unit + stress tests of the runtime and the bench harness
+//!   zig build test         unit + stress tests of the runtime and the bench harness, and the
+//!                          examples' tests
+//!   zig build examples     builds examples/*.zig (std.Io programs on Ampere) into zig-out/bin
+//!   zig build fiber-bench  fiber switch, spawn + await and idle-memory measurements
 //!   zig build test-tsan    the same tests under ThreadSanitizer (LLVM backend), smoke intensity
 //!   zig build bench        builds and runs the ampere benchmark (ReleaseFast); args after `--`
 //!   zig build io-bench-build   the io suite's program per std.Io implementation (ReleaseFast):
@@ -34,7 +37,7 @@ pub fn build(b: *std.Build) void {
     const optimize = b.standardOptimizeOption(.{});
     const test_filters = b.option([]const []const u8, "test-filter", "Only run tests whose name contains this") orelse &.{};
 
-    _ = b.addModule("ampere", .{
+    const ampere_module = b.addModule("ampere", .{
         .root_source_file = b.path("runtime/src/ampere.zig"),
         .target = target,
         .optimize = optimize,
@@ -57,6 +60,19 @@ pub fn build(b: *std.Build) void {
     const misuse_exe = b.addExecutable(.{ .name = "ampere_sync_misuse", .root_module = misuse_module });
     const misuse_options = b.addOptions();
     misuse_options.addOptionPath("misuse_exe", misuse_exe.getEmittedBin());
+    // The program whose fiber overflows its stack (fiber/fiber_tests.zig), built like the tests.
+    const overflow_module = b.createModule(.{
+        .root_source_file = b.path("runtime/src/fiber/overflow_main.zig"),
+        .target = target,
+        .optimize = optimize,
+    });
+    overflow_module.addImport("ampere", b.createModule(.{
+        .root_source_file = b.path("runtime/src/ampere.zig"),
+        .target = target,
+        .optimize = optimize,
+    }));
+    const overflow_exe = b.addExecutable(.{ .name = "ampere_fiber_overflow", .root_module = overflow_module });
+    misuse_options.addOptionPath("fiber_overflow_exe", overflow_exe.getEmittedBin());
 
     const test_step = b.step("test", "Run the runtime and bench-harness tests");
     const runtime_tests = addRuntimeTests(b, target, optimize, test_filters, false, misuse_options);
@@ -70,6 +86,24 @@ pub fn build(b: *std.Build) void {
     test_step.dependOn(&run_bench_tests.step);
     b.step("test-runtime", "Run only the runtime tests").dependOn(&b.addRunArtifact(runtime_tests).step);
     b.step("test-bench", "Run only the bench-harness tests").dependOn(&run_bench_tests.step);
+
+    // -- examples (examples/): std.Io programs on Ampere; `zig build test` runs their tests ---
+    const examples_step = b.step("examples", "Build the examples (examples/*.zig) into zig-out/bin");
+    const examples_test_step = b.step("test-examples", "Run only the examples' tests");
+    for ([_][]const u8{ "echo_server", "http_server", "fan_out" }) |name| {
+        const module = b.createModule(.{
+            .root_source_file = b.path(b.fmt("examples/{s}.zig", .{name})),
+            .target = target,
+            .optimize = optimize,
+        });
+        module.addImport("ampere", ampere_module);
+        const exe = b.addExecutable(.{ .name = name, .root_module = module });
+        examples_step.dependOn(&b.addInstallArtifact(exe, .{}).step);
+        const example_tests = b.addTest(.{ .name = b.fmt("{s}-tests", .{name}), .root_module = module, .filters = test_filters });
+        const run_example_tests = b.addRunArtifact(example_tests);
+        examples_test_step.dependOn(&run_example_tests.step);
+        test_step.dependOn(&run_example_tests.step);
+    }
 
     const tsan_step = b.step("test-tsan", "Run the runtime tests under ThreadSanitizer (smoke intensity)");
     const tsan_tests = addRuntimeTests(b, target, .Debug, test_filters, true, misuse_options);
@@ -94,7 +128,7 @@ pub fn build(b: *std.Build) void {
 
     // -- io suite: one std.Io program per implementation ----------------------------------
     const with_zio = b.option(bool, "zio", "Build the io program on the peer zio (lazy package, build.zig.zon)") orelse false;
-    const with_ampere_io = b.option(bool, "io-ampere", "Build the io program on ampere's std.Io (needs Runtime.io(), issue 22)") orelse false;
+    const with_ampere_io = b.option(bool, "io-ampere", "Build the io program on ampere's std.Io (Runtime.io())") orelse false;
     const io_build = b.step("io-bench-build", "Build the io suite's program for each std.Io implementation");
     const io_test = b.step("test-io", "Run the io program's tests (std.Io.Threaded; zio with -Dzio=true)");
     const threaded_io = IoImpl{ .name = "zig.threaded", .exe = "io_bench_threaded", .version = builtin.zig_version_string };
@@ -110,6 +144,16 @@ pub fn build(b: *std.Build) void {
         const ampere_io = IoImpl{ .name = "ampere.io", .exe = "io_bench_ampere", .version = "0.1.0" };
         addIoProgram(b, target, optimize, test_filters, bench_ampere, ampere_io, null, io_build, io_test);
     }
+
+    // -- fiber micro-measurements (runtime/docs/fibers.md) ---------------------------------
+    const fiber_bench_module = b.createModule(.{
+        .root_source_file = b.path("runtime/src/fiber/bench_main.zig"),
+        .target = target,
+        .optimize = .ReleaseFast,
+    });
+    fiber_bench_module.addImport("ampere", bench_ampere);
+    const fiber_bench = b.addExecutable(.{ .name = "ampere_fiber_bench", .root_module = fiber_bench_module });
+    b.step("fiber-bench", "Measure fiber switch, spawn+await and idle memory (ReleaseFast)").dependOn(&b.addRunArtifact(fiber_bench).step);
 
     // -- comparison (all variants, statistics in Python) --------------------------------
     // The orchestrator builds both programs itself (`--build`: analysis/build.py, the one build

@@ -21,3 +21,17 @@ event_interval: u32 = 61,
 /// time, expected wake-ups, back-off). Tokio sleeps at once. 0 disables spinning; an idle
 /// runtime stops using CPU after at most this long.
 spin_before_park_ns: u64 = 20 * std.time.ns_per_us,
+/// Usable bytes of each fiber stack (`Runtime.spawnFiber`, `Runtime.io()`). Address space is
+/// reserved for all of it, but a page costs memory only once a fiber touches it. The default
+/// leaves room for std's deepest call chains in Debug builds (std.http, formatted printing);
+/// an overflow ends the process with a message naming a fiber stack overflow
+/// (runtime/docs/fibers.md, "Stacks").
+fiber_stack_bytes: usize = 256 * 1024,
+/// Inaccessible bytes below each fiber stack, rounded up to pages: a frame that runs off the
+/// stack faults here. Costs address space only.
+fiber_guard_bytes: usize = 64 * 1024,
+/// Released fiber stacks kept for reuse (each keeps the pages its fibers touched).
+fiber_stacks_cached: usize = 256,
+/// The process environment, for `io()`'s process spawning (PATH) and terminal detection
+/// (from `std.process.Init`'s `minimal.environ`). Empty by default.
+environ: std.process.Environ = .empty,

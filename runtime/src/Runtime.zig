@@ -57,6 +57,9 @@ const Worker = @import("scheduler/Worker.zig");
 const BlockingPool = @import("blocking/BlockingPool.zig");
 const block_on = @import("block_on.zig");
 const SharedParker = @import("SharedParker.zig");
+const Fibers = @import("fiber/Fibers.zig");
+const fiber_task = @import("fiber/task.zig");
+const AmpereIo = @import("Io.zig");
 
 const Runtime = @This();
 
@@ -72,11 +75,21 @@ scheduler: Scheduler,
 blocking: BlockingPool,
 /// The parkers of `blockOn` threads (reference-counted: see `SharedParker`).
 parkers: *SharedParker.Pool,
+/// Fiber stacks (`spawnFiber`; runtime/docs/fibers.md).
+fibers: Fibers,
+/// The std.Io implementation (`io()`).
+std_io: *AmpereIo,
 
 pub fn init(allocator: Allocator, options: Options) !*Runtime {
     const self = try allocator.create(Runtime);
     errdefer allocator.destroy(self);
     self.allocator = allocator;
+    self.fibers = Fibers.init(allocator, .{
+        .stack_bytes = options.fiber_stack_bytes,
+        .guard_bytes = options.fiber_guard_bytes,
+        .stacks_cached = options.fiber_stacks_cached,
+    });
+    errdefer self.fibers.deinit();
     try self.scheduler.init(allocator, options, self);
     errdefer self.scheduler.deinit();
     self.blocking = try BlockingPool.init(allocator, &self.scheduler.shared, options.max_blocking_threads, options.blocking_keep_alive_ns);
@@ -84,6 +97,8 @@ pub fn init(allocator: Allocator, options: Options) !*Runtime {
     // One parker up front: a single thread calling `blockOn` never allocates in `blockOn`.
     self.parkers = try SharedParker.Pool.create(allocator, 1);
     errdefer self.parkers.close();
+    self.std_io = try AmpereIo.create(self, allocator, .{ .environ = options.environ });
+    errdefer self.std_io.destroy(allocator);
     try self.scheduler.start();
     return self;
 }
@@ -103,8 +118,10 @@ pub fn deinit(self: *Runtime) void {
 
     const allocator = self.allocator;
     self.parkers.close(); // Parkers still held by waker clones go when their last clone does.
+    self.std_io.destroy(allocator);
     self.blocking.deinit(allocator);
     self.scheduler.deinit();
+    self.fibers.deinit(); // Every fiber finished or was killed: every stack is back.
     allocator.destroy(self);
 }
 
@@ -137,6 +154,26 @@ pub fn spawn(self: *Runtime, f: anytype) SpawnError!JoinHandle(future.OutputOf(@
     };
     Worker.submit(shared, &cell.header, false);
     return .{ .raw = &cell.header };
+}
+
+/// The `std.Io` of this runtime (`ampere.Io`, runtime/docs/fibers.md): its async and
+/// concurrent tasks are fibers, and its waits suspend the calling fiber. Valid until `deinit`.
+pub fn io(self: *Runtime) std.Io {
+    return self.std_io.io();
+}
+
+pub const SpawnFiberError = fiber_task.SpawnError;
+
+/// Spawns `function(args...)` as a fiber: a task with a stack of its own, scheduled like any
+/// task, whose code may wait on any future with `ampere.fiber.await` (and on anything std.Io
+/// offers, through `io()`). Returns an ordinary JoinHandle. Fails with `OutOfMemory` when no
+/// stack can be mapped (runtime/docs/fibers.md).
+pub fn spawnFiber(
+    self: *Runtime,
+    comptime function: anytype,
+    args: std.meta.ArgsTuple(@TypeOf(function)),
+) SpawnFiberError!JoinHandle(ReturnOf(function)) {
+    return fiber_task.spawn(&self.scheduler.shared, &self.fibers, function, args);
 }
 
 /// The return type of a function (for `spawnBlocking`'s JoinHandle).

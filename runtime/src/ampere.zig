@@ -27,6 +27,10 @@ pub const CountingAllocator = @import("CountingAllocator.zig");
 pub const testing = @import("testing.zig");
 
 pub const Runtime = @import("Runtime.zig");
+/// Fibers: tasks with a stack of their own (`Runtime.spawnFiber`, `fiber.await`).
+pub const fiber = @import("fiber.zig");
+/// The `std.Io` implementation on fibers (`Runtime.io()`; not `io`, the epoll driver).
+pub const Io = @import("Io.zig");
 pub const task = @import("task.zig");
 pub const time = @import("time.zig");
 pub const JoinHandle = task.JoinHandle;
@@ -78,4 +82,6 @@ test {
     _ = @import("net/tcp_tests.zig");
     _ = @import("metrics_tests.zig");
     _ = @import("liveness_tests.zig");
+    _ = @import("fiber.zig");
+    _ = @import("Io.zig");
 }

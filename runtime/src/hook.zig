@@ -65,6 +65,9 @@ pub const Point = enum {
     /// time/Driver.process: due timers published as fired, before their wakers are woken.
     /// Subject: the `Driver`.
     driver_before_wake,
+    /// fiber/Fiber.park: the awaited future returned pending (its waker is registered), before
+    /// the fiber switches back to its worker. Subject: the `Fiber`.
+    fiber_before_suspend,
 };
 
 const point_count = @typeInfo(Point).@"enum".fields.len;

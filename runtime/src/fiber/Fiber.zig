@@ -1,0 +1,254 @@
+//! A fiber: code with a stack of its own, which can stop in the middle of a function and go
+//! on later, possibly on another thread. This file is the machinery every fiber task shares
+//! (the scheduler side is `task.zig`): resuming a fiber from a poll, suspending it until a
+//! future is ready, its std.Io cancellation state, and killing a suspended fiber.
+//!
+//! ## A fiber is polled like any task
+//!
+//! The scheduler knows no fibers: a fiber task is a `Header` whose `poll` *resumes* the fiber
+//! (`resumeOnce`) and returns when the fiber either finished (ready) or suspended (pending).
+//! The fiber suspends only in `awaitFuture`: it polls the future with the poll's `Context`
+//! (the task's own waker), and if the future is pending — it has registered a clone of that
+//! waker, as every future does — switches back to the worker. The poll returns pending; the
+//! task goes idle; the future's waker later queues it again, and the next poll resumes the
+//! fiber inside `awaitFuture`, which polls the future again. So a fiber task follows the
+//! task life cycle of runtime/README.md to the letter, and a wake that races with the switch
+//! back is handled by the state word: until the poll returns the task is `running`, so the
+//! wake sets `notified` and the worker re-queues the task once the switch is complete. The
+//! fiber's stack is touched only by the thread that holds `running`.
+//!
+//! ## Thread-locals
+//!
+//! A fiber may suspend on one worker and resume on another. Compilers treat the address of a
+//! thread-local as constant within a function, so a function that reads a thread-local, then
+//! suspends, then reads it again may read the first thread's. Therefore the fiber side reads
+//! thread-locals only in functions that do not suspend (`current` and every future's `poll`
+//! are called through `noinline` functions), and a function that suspends keeps the `*Fiber`
+//! it started with.
+//!
+//! ## Cancellation (std.Io's rules)
+//!
+//! `cancel_status` is `none`, `requested` (a cancel request not yet delivered) or
+//! `acknowledged` (delivered: a cancellation point returned `error.Canceled`). Any thread
+//! may request (`requestCancel`: none -> requested, then the task layer wakes the fiber so
+//! that a fiber suspended in a cancelable wait notices). Only the fiber itself acknowledges
+//! (`takeCancel`, at a cancellation point, unless `protection` is `blocked`) and re-arms
+//! (`recancel`: acknowledged -> requested). A request is delivered once: after it, further
+//! cancellation points proceed normally until `recancel`.
+//!
+//! ## Killing
+//!
+//! A fiber that will never be resumed (runtime shutdown, `JoinHandle.abort`) is *killed*: the
+//! future it is suspended on is cancelled (which unlinks every registration that points into
+//! its stack) and the stack is released without running the rest of the fiber's code —
+//! exactly what cancelling a state-machine future does. Its `defer`s do not run.
+
+const std = @import("std");
+const assert = std.debug.assert;
+const future = @import("../future.zig");
+const arch = @import("arch.zig");
+const Stack = @import("Stack.zig");
+const overflow = @import("overflow.zig");
+const hook = @import("../hook.zig");
+
+const Fiber = @This();
+
+pub const Status = enum { fresh, running, suspended, finished };
+pub const CancelStatus = enum(u8) { none, requested, acknowledged };
+pub const Protection = std.Io.CancelProtection;
+
+/// The registers of this fiber while it does not run.
+context: arch.Context = undefined,
+/// While running: the resumer's registers, where `suspendNow` switches to.
+caller: ?*arch.Context = null,
+/// While running: the context of the poll that resumed it (the task's waker).
+cx: ?*future.Context = null,
+/// Owned from creation until the fiber finished or was killed (then the task releases it).
+stack: Stack,
+status: Status = .fresh,
+/// The future the fiber is suspended on, for `kill`.
+waiting: ?Wait = null,
+/// What the fiber runs (receives the fiber; the task recovers itself with @fieldParentPtr).
+body: *const fn (fiber: *Fiber) void,
+/// See "Cancellation". Written by any thread (requests) and by the fiber (acknowledgement).
+cancel_status: std.atomic.Value(CancelStatus) = .init(.none),
+/// Only the fiber reads and writes it.
+protection: Protection = .unblocked,
+tsan_fiber: arch.TsanFiber = arch.tsan_none,
+tsan_caller: arch.TsanFiber = arch.tsan_none,
+
+const Wait = struct {
+    future: *anyopaque,
+    cancel: *const fn (future: *anyopaque) void,
+};
+
+/// The fiber running on this thread. Read it before suspending and keep the pointer
+/// (see "Thread-locals").
+threadlocal var running: ?*Fiber = null;
+
+pub fn init(stack: Stack, body: *const fn (fiber: *Fiber) void) Fiber {
+    return .{
+        .context = arch.initial(stack.top(), &main),
+        .stack = stack,
+        .body = body,
+    };
+}
+
+/// The fiber running on the calling thread, or null on a plain thread (or a state-machine
+/// task's poll).
+pub noinline fn current() ?*Fiber {
+    return running;
+}
+
+// -- the resumer's side (a worker polling the fiber's task) ---------------------------------
+
+/// Runs the fiber until it suspends or finishes. `cx` is the poll's context; it stays valid
+/// until this returns.
+pub fn resumeOnce(self: *Fiber, cx: *future.Context) void {
+    assert(self.status == .fresh or self.status == .suspended);
+    var caller_context: arch.Context = undefined;
+    self.caller = &caller_context;
+    self.cx = cx;
+    self.status = .running;
+    const saved_fiber = running;
+    const saved_stack = overflow.running;
+    running = self;
+    overflow.running = self.stack;
+    if (arch.tsan_enabled) {
+        if (self.tsan_fiber == null) self.tsan_fiber = arch.tsanCreate();
+        self.tsan_caller = arch.tsanCurrent();
+        arch.tsanSwitch(self.tsan_fiber);
+    }
+    arch.switchTo(&caller_context, &self.context);
+    // Back on this thread, on the worker's stack: the fiber suspended or finished.
+    running = saved_fiber;
+    overflow.running = saved_stack;
+    self.caller = null;
+    self.cx = null;
+    assert(self.status == .suspended or self.status == .finished);
+}
+
+/// After the fiber finished or was killed: releases its TSan fiber. The caller releases the
+/// stack.
+pub fn retire(self: *Fiber) void {
+    assert(self.status == .finished);
+    arch.tsanDestroy(self.tsan_fiber);
+    self.tsan_fiber = arch.tsan_none;
+}
+
+/// Kills a suspended (or never started) fiber: cancels the future it waits on; it will never
+/// run again. The caller holds the task's `running` (no thread runs the fiber).
+pub fn kill(self: *Fiber) void {
+    assert(self.status == .fresh or self.status == .suspended);
+    // Finished first: a wait's `cancel` can tell a kill (nothing will resume the fiber) from a
+    // cancellation its fiber will see (std_io/batch.zig).
+    self.status = .finished;
+    if (self.waiting) |wait| wait.cancel(wait.future);
+    self.waiting = null;
+}
+
+// -- the fiber's side --------------------------------------------------------------------------
+
+fn main(message: *const arch.Switch) callconv(.c) noreturn {
+    const self: *Fiber = @fieldParentPtr("context", message.new);
+    self.body(self);
+    self.status = .finished;
+    // The last switch: the resumer releases the stack once it is back on its own.
+    if (arch.tsan_enabled) arch.tsanSwitch(self.tsan_caller);
+    arch.switchTo(&self.context, self.caller.?);
+    unreachable;
+}
+
+/// Switches back to the resumer; returns when the fiber is resumed (on any thread).
+noinline fn suspendNow(self: *Fiber) void {
+    assert(self.status == .running);
+    self.status = .suspended;
+    if (arch.tsan_enabled) arch.tsanSwitch(self.tsan_caller);
+    arch.switchTo(&self.context, self.caller.?);
+    assert(self.status == .running);
+}
+
+/// Polls `f` (a pointer to a future) until it is ready, suspending the fiber in between.
+/// Not a cancellation point.
+pub fn awaitFuture(self: *Fiber, f: anytype) future.OutputOf(@typeInfo(@TypeOf(f)).pointer.child) {
+    const F = @typeInfo(@TypeOf(f)).pointer.child;
+    while (true) {
+        switch (pollOnce(F, f, self.cx.?)) {
+            .ready => |value| return value,
+            .pending => self.park(F, f),
+        }
+    }
+}
+
+/// `awaitFuture` as a cancellation point: returns `error.Canceled` (after cancelling `f`) if
+/// a cancel request is pending before a poll and cancellation is not blocked. A future found
+/// ready is returned even if a request came meanwhile (its result may own resources).
+pub fn awaitCancelable(self: *Fiber, f: anytype) std.Io.Cancelable!future.OutputOf(@typeInfo(@TypeOf(f)).pointer.child) {
+    const F = @typeInfo(@TypeOf(f)).pointer.child;
+    while (true) {
+        if (self.takeCancel()) {
+            future.cancel(f);
+            return error.Canceled;
+        }
+        switch (pollOnce(F, f, self.cx.?)) {
+            .ready => |value| return value,
+            .pending => self.park(F, f),
+        }
+    }
+}
+
+fn park(self: *Fiber, comptime F: type, f: *F) void {
+    self.waiting = .{ .future = f, .cancel = cancelErased(F) };
+    // A wake or a cancel request from here until the switch completes finds the task
+    // `running` and sets `notified`: the worker re-queues it once the fiber is off the stack.
+    hook.reachedBy(.fiber_before_suspend, self);
+    self.suspendNow();
+    self.waiting = null;
+}
+
+/// Thread-locals read by `poll` (the budget, the runtime context) must be read on the
+/// thread that runs it: never inline a poll into a function that suspends.
+noinline fn pollOnce(comptime F: type, f: *F, cx: *future.Context) future.Poll(F.Output) {
+    return f.poll(cx);
+}
+
+fn cancelErased(comptime F: type) *const fn (*anyopaque) void {
+    return struct {
+        fn cancel(erased: *anyopaque) void {
+            future.cancel(@as(*F, @ptrCast(@alignCast(erased))));
+        }
+    }.cancel;
+}
+
+// -- cancellation ------------------------------------------------------------------------------
+
+/// Any thread: requests cancellation. True if this call made the request (the caller then
+/// wakes the fiber's task).
+pub fn requestCancel(self: *Fiber) bool {
+    // Release: what the requester did before is visible to the fiber that acknowledges
+    // (acquire in `takeCancel`). A request on a fiber already requested or acknowledged is
+    // absorbed: std.Io delivers one cancellation per request epoch.
+    return self.cancel_status.cmpxchgStrong(.none, .requested, .release, .monotonic) == null;
+}
+
+/// The fiber, at a cancellation point: true (and acknowledged) if a request is pending and
+/// cancellation is not blocked.
+pub fn takeCancel(self: *Fiber) bool {
+    if (self.protection == .blocked) return false;
+    if (self.cancel_status.load(.monotonic) != .requested) return false;
+    // Only this fiber moves requested -> acknowledged; requesters only move none -> requested,
+    // so the swap cannot fail.
+    const previous = self.cancel_status.swap(.acknowledged, .acquire);
+    assert(previous == .requested);
+    return true;
+}
+
+/// The fiber: re-arms a request it acknowledged (std.Io `recancel`).
+pub fn recancel(self: *Fiber) void {
+    const previous = self.cancel_status.swap(.requested, .monotonic);
+    assert(previous == .acknowledged); // recancel without a prior error.Canceled
+}
+
+pub fn acknowledgedCancel(self: *const Fiber) bool {
+    return self.cancel_status.load(.monotonic) == .acknowledged;
+}

@@ -1,0 +1,282 @@
+//! Fibers on a real runtime: spawn and await in both directions (fiber <-> state-machine
+//! task), fibers waiting on ampere futures (timers, channels, mutexes, join handles), storms of
+//! 100,000 fibers, deep await chains, migration between workers, abort and shutdown of
+//! suspended fibers with every stack back in the pool, and the stack-overflow detector (a
+//! child process that overflows on purpose).
+
+const std = @import("std");
+const builtin = @import("builtin");
+const testing = std.testing;
+
+const ampere = @import("../ampere.zig");
+const Runtime = ampere.Runtime;
+const fiber = ampere.fiber;
+const future = @import("../future.zig");
+const Worker = @import("../scheduler/Worker.zig");
+const ampere_testing = @import("../testing.zig");
+const yieldNow = @import("../task/yield_now.zig").yieldNow;
+
+fn newRuntime(workers: u32) !*Runtime {
+    return Runtime.init(testing.allocator, .{ .workers = workers, .blocking_keep_alive_ns = 50 * std.time.ns_per_ms });
+}
+
+fn addOne(x: u64) u64 {
+    return x + 1;
+}
+
+test "a fiber's JoinHandle yields its result to blockOn" {
+    const rt = try newRuntime(2);
+    defer rt.deinit();
+    const handle = try rt.spawnFiber(addOne, .{41});
+    try testing.expectEqual(@as(u64, 42), try rt.blockOn(handle));
+    try testing.expectEqual(@as(usize, 0), rt.fibers.stacks.inUse());
+}
+
+fn sleepThenReturn(duration_ns: u64, value: u32) u32 {
+    fiber.await(ampere.time.sleep(duration_ns));
+    return value;
+}
+
+test "a fiber sleeps on the timer wheel without blocking its worker" {
+    // One worker: if the sleep blocked the thread, the second fiber could not finish first.
+    const rt = try newRuntime(1);
+    defer rt.deinit();
+    const slow = try rt.spawnFiber(sleepThenReturn, .{ 50 * std.time.ns_per_ms, 1 });
+    const fast = try rt.spawnFiber(sleepThenReturn, .{ 1 * std.time.ns_per_ms, 2 });
+    const start = ampere.os.clockNs(.MONOTONIC);
+    try testing.expectEqual(@as(u32, 2), try rt.blockOn(fast));
+    const fast_ns = ampere.os.clockNs(.MONOTONIC) - start;
+    try testing.expectEqual(@as(u32, 1), try rt.blockOn(slow));
+    try testing.expect(fast_ns < 45 * std.time.ns_per_ms); // Generous: the bug is >= 50 ms.
+}
+
+const Counter = struct {
+    mutex: ampere.sync.Mutex = ampere.sync.Mutex.init(),
+    value: u64 = 0,
+
+    fn addLocked(self: *Counter, times: u32) void {
+        for (0..times) |_| {
+            var guard = fiber.await(self.mutex.lock());
+            const before = self.value;
+            // Hold the lock across a suspension: another fiber must not get in.
+            fiber.await(yieldNow());
+            self.value = before + 1;
+            guard.unlock();
+        }
+    }
+};
+
+test "fibers contend on an ampere Mutex, suspending while they hold it" {
+    const rt = try newRuntime(4);
+    defer rt.deinit();
+    var counter = Counter{};
+    const fibers_count = 16;
+    const rounds: u32 = @intCast(ampere_testing.scaled(200, 10));
+    var handles: [fibers_count]ampere.JoinHandle(void) = undefined;
+    for (&handles) |*h| h.* = try rt.spawnFiber(Counter.addLocked, .{ &counter, rounds });
+    for (&handles) |h| try rt.blockOn(h);
+    try testing.expectEqual(@as(u64, fibers_count * rounds), counter.value);
+}
+
+const Channel = ampere.channel.Bounded(u64);
+
+fn produce(sender: Channel.Sender, count: u64) void {
+    var tx = sender;
+    defer tx.deinit();
+    for (0..count) |i| fiber.await(tx.send(i)) catch unreachable;
+}
+
+fn consume(receiver: Channel.Receiver) u64 {
+    var rx = receiver;
+    defer rx.deinit();
+    var sum: u64 = 0;
+    while (fiber.await(rx.recv())) |value| sum += value else |_| {}
+    return sum;
+}
+
+test "a fiber producer and a fiber consumer over a bounded channel" {
+    const rt = try newRuntime(2);
+    defer rt.deinit();
+    const tx, const rx = try Channel.init(testing.allocator, 4);
+    const count: u64 = ampere_testing.scaled(10_000, 10);
+    const consumer = try rt.spawnFiber(consume, .{rx});
+    const producer = try rt.spawnFiber(produce, .{ tx, count });
+    try rt.blockOn(producer);
+    try testing.expectEqual(count * (count - 1) / 2, try rt.blockOn(consumer));
+}
+
+fn triple(x: u64) u64 {
+    return 3 * x;
+}
+
+/// A fiber that awaits a state-machine task's JoinHandle and a fiber's JoinHandle.
+fn awaitBoth(x: u64) !u64 {
+    const rt = Runtime.current().?;
+    const machine = try rt.spawn(future.ready(x));
+    const other = try rt.spawnFiber(triple, .{x});
+    const a = try fiber.await(machine);
+    const b = try fiber.await(other);
+    return a + b;
+}
+
+/// A state-machine future that spawns a fiber and awaits its JoinHandle.
+const AwaitFiber = struct {
+    pub const Output = ampere.JoinError!u64;
+    handle: ?ampere.JoinHandle(u64) = null,
+    pub fn poll(self: *AwaitFiber, cx: *ampere.Context) ampere.Poll(Output) {
+        if (self.handle == null) self.handle = Runtime.current().?.spawnFiber(triple, .{7}) catch unreachable;
+        return self.handle.?.poll(cx);
+    }
+};
+
+test "a fiber awaits tasks and fibers; a state-machine task awaits a fiber" {
+    const rt = try newRuntime(2);
+    defer rt.deinit();
+    try testing.expectEqual(@as(u64, 40), try rt.blockOn(try rt.spawnFiber(awaitBoth, .{10})));
+    const machine = try rt.spawn(AwaitFiber{});
+    try testing.expectEqual(@as(u64, 21), try rt.blockOn(machine));
+}
+
+fn leaf(index: u64) u64 {
+    if (index % 3 == 0) fiber.await(yieldNow()); // Some suspend, some do not.
+    return index;
+}
+
+/// Spawns `total` fibers in batches of `batch` (bounding the stacks alive at once) and sums
+/// their results.
+fn storm(total: u64, batch: u64) !u64 {
+    const rt = Runtime.current().?;
+    const handles = try testing.allocator.alloc(ampere.JoinHandle(u64), batch);
+    defer testing.allocator.free(handles);
+    var sum: u64 = 0;
+    var next: u64 = 0;
+    while (next < total) {
+        const n = @min(batch, total - next);
+        for (handles[0..n], next..) |*h, i| h.* = try rt.spawnFiber(leaf, .{i});
+        for (handles[0..n]) |h| sum += try fiber.await(h);
+        next += n;
+    }
+    return sum;
+}
+
+test "100,000 fibers spawned from a fiber, every result checked" {
+    const rt = try Runtime.init(testing.allocator, .{ .workers = 4, .fiber_stacks_cached = 5_000 });
+    defer rt.deinit();
+    const total: u64 = ampere_testing.scaled(100_000, 20);
+    const sum = try rt.blockOn(try rt.spawnFiber(storm, .{ total, 5_000 }));
+    try testing.expectEqual(total * (total - 1) / 2, sum);
+    try testing.expectEqual(@as(usize, 0), rt.fibers.stacks.inUse());
+    // Stacks are reused: far fewer mappings than fibers.
+    try testing.expect(rt.fibers.stacks.mapped_total.load(.monotonic) <= 5_000 + 64);
+}
+
+fn chain(depth: u64) ampere.Runtime.SpawnFiberError!u64 {
+    if (depth == 0) return 0;
+    const child = try Runtime.current().?.spawnFiber(chain, .{depth - 1});
+    return 1 + (fiber.await(child) catch |err| switch (err) {
+        error.Cancelled => unreachable,
+        else => |e| return e,
+    });
+}
+
+test "a deep await chain: each fiber spawns the next and awaits it" {
+    const rt = try newRuntime(4);
+    defer rt.deinit();
+    const depth: u64 = ampere_testing.scaled(2_000, 10);
+    try testing.expectEqual(depth, try rt.blockOn(try rt.spawnFiber(chain, .{depth})));
+}
+
+fn migrate(rounds: u32) !u32 {
+    const self = fiber.current().?;
+    var moved: u32 = 0;
+    var last = Worker.current().?;
+    for (0..rounds) |_| {
+        fiber.await(yieldNow());
+        // Read through the thread-local after every resume: it names this fiber, on whatever
+        // thread resumed it.
+        if (fiber.current().? != self) return error.WrongFiber;
+        const now = Worker.current().?;
+        if (now != last) moved += 1;
+        last = now;
+    }
+    return moved;
+}
+
+test "fibers resume on other workers and see that worker's thread-locals" {
+    const rt = try newRuntime(4);
+    defer rt.deinit();
+    var handles: [32]ampere.JoinHandle(@typeInfo(@TypeOf(migrate)).@"fn".return_type.?) = undefined;
+    const rounds: u32 = @intCast(ampere_testing.scaled(2_000, 10));
+    for (&handles) |*h| h.* = try rt.spawnFiber(migrate, .{rounds});
+    // How often they moved is not asserted: on a loaded 2-vCPU machine one worker may run
+    // everything.
+    for (handles) |h| _ = try rt.blockOn(h);
+}
+
+fn waitForever(cancels: *std.atomic.Value(u32)) void {
+    const Forever = struct {
+        pub const Output = void;
+        cancels: *std.atomic.Value(u32),
+        pub fn poll(self: *@This(), cx: *ampere.Context) ampere.Poll(void) {
+            _ = self;
+            _ = cx;
+            return .pending;
+        }
+        pub fn cancel(self: *@This()) void {
+            _ = self.cancels.fetchAdd(1, .acq_rel);
+        }
+    };
+    fiber.await(Forever{ .cancels = cancels });
+    unreachable; // Killed while suspended: never resumed.
+}
+
+test "abort kills a suspended fiber: its wait is cancelled and its stack returns" {
+    const rt = try newRuntime(2);
+    defer rt.deinit();
+    var cancels = std.atomic.Value(u32).init(0);
+    const handle = try rt.spawnFiber(waitForever, .{&cancels});
+    // Let it start and suspend.
+    while (rt.fibers.stacks.inUse() != 1 or rt.metrics().total().get(.polls) == 0) ampere.os.sleepNs(std.time.ns_per_ms);
+    ampere.os.sleepNs(5 * std.time.ns_per_ms);
+    handle.abort();
+    try testing.expectError(error.Cancelled, rt.blockOn(handle));
+    try testing.expectEqual(@as(u32, 1), cancels.load(.acquire));
+    try testing.expectEqual(@as(usize, 0), rt.fibers.stacks.inUse());
+}
+
+test "runtime shutdown kills suspended and never-started fibers; no stack leaks" {
+    const rt = try newRuntime(2);
+    var cancels = std.atomic.Value(u32).init(0);
+    var handles: [8]ampere.JoinHandle(void) = undefined;
+    for (&handles) |*h| h.* = try rt.spawnFiber(waitForever, .{&cancels});
+    ampere.os.sleepNs(10 * std.time.ns_per_ms);
+    rt.deinit(); // Asserts every stack is back in the pool.
+    for (&handles) |h| try testing.expectError(error.Cancelled, ampere.blockOnThread(@constCast(&h)));
+    try testing.expect(cancels.load(.acquire) <= 8);
+}
+
+test "a fiber touches only the stack pages it uses" {
+    const rt = try newRuntime(1);
+    defer rt.deinit();
+    const Probe = struct {
+        fn run() usize {
+            return fiber.current().?.stack.residentBytes();
+        }
+    };
+    const resident = try rt.blockOn(try rt.spawnFiber(Probe.run, .{}));
+    try testing.expect(resident > 0);
+    try testing.expect(resident <= 64 * 1024); // Of 256 KiB reserved.
+}
+
+test "stack overflow in a fiber ends the process with a message naming it" {
+    if (ampere_testing.under_tsan) return error.SkipZigTest; // TSan reports the SEGV itself.
+    const options = @import("misuse_options");
+    const result = try std.process.run(testing.allocator, testing.io, .{
+        .argv = &.{options.fiber_overflow_exe},
+    });
+    defer testing.allocator.free(result.stdout);
+    defer testing.allocator.free(result.stderr);
+    errdefer std.debug.print("term {any}, stderr:\n{s}\n", .{ result.term, result.stderr });
+    try testing.expectEqual(std.process.Child.Term{ .signal = .ABRT }, result.term);
+    try testing.expect(std.mem.indexOf(u8, result.stderr, fiber.overflow.message) != null);
+}

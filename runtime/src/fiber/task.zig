@@ -1,0 +1,276 @@
+//! Fiber tasks: a `Header` (the scheduler's view of any task) whose poll resumes a fiber.
+//!
+//! One allocation per fiber, from the runtime's allocator: the `Task` (header, fiber, the
+//! start function) followed by the start function's arguments (`context`, copied in) and its
+//! result. The stack comes from the runtime's stack pool (`Stack.Pool`) when the task is
+//! created — a fiber that cannot get a stack is never spawned, so the spawner learns of it
+//! (`OutOfMemory`; std.Io's `concurrent` reports `ConcurrencyUnavailable`) — and goes back
+//! to the pool as soon as the fiber finishes or is killed, before anyone awaits the result.
+//! The allocation itself lives on until its last reference goes (the scheduler's rules).
+//!
+//! | Header.VTable | what a fiber task does |
+//! |---|---|
+//! | `poll` | resumes the fiber (`Fiber.resumeOnce`); ready once the start function returned |
+//! | `cancel` | kills the fiber (`Fiber.kill`: its current wait is cancelled, its stack released, its remaining code never runs); the output is `error.Cancelled` |
+//! | `take_output` | typed tasks (`spawn`): moves the result out as `JoinOutput(T)` |
+//! | `dealloc` | frees the allocation |
+//!
+//! `spawn(function, args)` (`Runtime.spawnFiber`) returns an ordinary `JoinHandle(T)`: a
+//! state-machine task awaits a fiber exactly as it awaits any task. std.Io futures are
+//! type-erased fiber tasks (`create` with the byte-level context and result of
+//! `Io.VTable.concurrent`), awaited through the same join protocol (`std_io/`).
+
+const std = @import("std");
+const assert = std.debug.assert;
+const Allocator = std.mem.Allocator;
+const Alignment = std.mem.Alignment;
+
+const future = @import("../future.zig");
+const Header = @import("../task/Header.zig");
+const cell = @import("../task/cell.zig");
+const JoinHandle = @import("../task/join_handle.zig").JoinHandle;
+const Shared = @import("../scheduler/Shared.zig");
+const Worker = @import("../scheduler/Worker.zig");
+const Fiber = @import("Fiber.zig");
+const Stack = @import("Stack.zig");
+const Fibers = @import("Fibers.zig");
+const intrusive_list = @import("../wait/intrusive_list.zig");
+const overflow = @import("overflow.zig");
+
+/// What a fiber task runs: a function of its context that writes a result (spawned fibers,
+/// std.Io futures), or one without a result (std.Io group members).
+pub const Start = union(enum) {
+    with_result: *const fn (context: *const anyopaque, result: *anyopaque) void,
+    no_result: *const fn (context: *const anyopaque) void,
+};
+
+pub const CreateError = Allocator.Error || Stack.MapError;
+
+pub const Task = struct {
+    header: Header,
+    fiber: Fiber,
+    allocator: Allocator,
+    fibers: *Fibers,
+    start: Start,
+    /// The allocation: `len` bytes aligned to `alignment`, starting at this Task.
+    len: usize,
+    alignment: Alignment,
+    context_offset: usize,
+    result_offset: usize,
+    /// The fiber never ran to the end (killed): the result was never written.
+    killed: bool = false,
+    stack_released: bool = false,
+    /// For the layer that created the task (std.Io: the group it belongs to).
+    user: ?*anyopaque = null,
+    /// Link in a list of that layer (std.Io: the group's members).
+    link: intrusive_list.Node = .{},
+    /// Called by the thread that saw the fiber finish or killed it, before the task completes
+    /// (std.Io: a group member leaves its group).
+    on_done: ?*const fn (task: *Task) void = null,
+
+    /// Allocates a task for `start(context copy, result)` with a stack from `fibers`. Its
+    /// state is `Header.initial_state` (queued, with a join handle); the caller links it into
+    /// the owned list and submits it (`submitNew`).
+    pub fn create(
+        allocator: Allocator,
+        fibers: *Fibers,
+        scheduler: *const Header.Scheduler,
+        id: u64,
+        vtable: *const Header.VTable,
+        context: []const u8,
+        context_alignment: Alignment,
+        result_len: usize,
+        result_alignment: Alignment,
+        start: Start,
+    ) CreateError!*Task {
+        const alignment = Alignment.of(Task).max(context_alignment).max(result_alignment);
+        const context_offset = context_alignment.forward(@sizeOf(Task));
+        const result_offset = result_alignment.forward(context_offset + context.len);
+        const len = @max(result_offset + result_len, @sizeOf(Task));
+        const memory = allocator.rawAlloc(len, alignment, @returnAddress()) orelse return error.OutOfMemory;
+        errdefer allocator.rawFree(memory[0..len], alignment, @returnAddress());
+        const stack = try fibers.stacks.acquire();
+        const self: *Task = @ptrCast(@alignCast(memory));
+        self.* = .{
+            .header = Header.init(vtable, scheduler, id),
+            .fiber = Fiber.init(stack, body),
+            .allocator = allocator,
+            .fibers = fibers,
+            .start = start,
+            .len = len,
+            .alignment = alignment,
+            .context_offset = context_offset,
+            .result_offset = result_offset,
+        };
+        @memcpy((memory + context_offset)[0..context.len], context);
+        return self;
+    }
+
+    pub fn fromHeader(header: *Header) *Task {
+        return @fieldParentPtr("header", header);
+    }
+
+    pub fn fromFiber(fiber: *Fiber) *Task {
+        return @fieldParentPtr("fiber", fiber);
+    }
+
+    pub fn contextPtr(self: *Task) [*]u8 {
+        return @as([*]u8, @ptrCast(self)) + self.context_offset;
+    }
+
+    pub fn resultPtr(self: *Task) [*]u8 {
+        return @as([*]u8, @ptrCast(self)) + self.result_offset;
+    }
+
+    fn body(fiber: *Fiber) void {
+        const self = fromFiber(fiber);
+        switch (self.start) {
+            .with_result => |start| start(self.contextPtr(), self.resultPtr()),
+            .no_result => |start| start(self.contextPtr()),
+        }
+    }
+
+    /// The fiber is done (finished or killed): give its stack back, then tell the creating
+    /// layer.
+    fn releaseStack(self: *Task) void {
+        assert(!self.stack_released);
+        self.fiber.retire();
+        self.stack_released = true;
+        self.fibers.stacks.release(self.fiber.stack);
+        if (self.on_done) |on_done| on_done(self);
+    }
+
+    // -- Header.VTable --------------------------------------------------------------------
+
+    pub fn poll(header: *Header) bool {
+        const self = fromHeader(header);
+        const waker = header.borrowedWaker();
+        var cx = future.Context.init(&waker);
+        overflow.ensureAltStack(&self.fibers.alt_stacks);
+        self.fiber.resumeOnce(&cx);
+        if (self.fiber.status != .finished) return false;
+        self.releaseStack();
+        return true;
+    }
+
+    pub fn cancel(header: *Header) void {
+        const self = fromHeader(header);
+        self.fiber.kill();
+        self.killed = true;
+        self.releaseStack();
+    }
+
+    pub fn dealloc(header: *Header) void {
+        const self = fromHeader(header);
+        assert(self.stack_released);
+        assert(Header.refCount(header.state.load(.monotonic)) == 0);
+        const memory: [*]u8 = @ptrCast(self);
+        self.allocator.rawFree(memory[0..self.len], self.alignment, @returnAddress());
+    }
+
+    fn takeOutputUnsupported(header: *Header, out: *anyopaque) void {
+        _ = header;
+        _ = out;
+        unreachable; // Type-erased tasks are awaited through std.Io, which reads the bytes.
+    }
+
+    /// The vtable of type-erased fiber tasks (std.Io futures and group members).
+    pub const erased_vtable = Header.VTable{
+        .poll = poll,
+        .cancel = cancel,
+        .take_output = takeOutputUnsupported,
+        .dealloc = dealloc,
+    };
+};
+
+/// The vtable of fiber tasks whose start function's result is a `T` (`spawn`).
+pub fn TypedVTable(comptime T: type) type {
+    return struct {
+        pub const vtable = Header.VTable{
+            .poll = Task.poll,
+            .cancel = Task.cancel,
+            .take_output = takeOutput,
+            .dealloc = Task.dealloc,
+        };
+
+        fn takeOutput(header: *Header, out: *anyopaque) void {
+            const self = Task.fromHeader(header);
+            assert(header.load() & Header.complete != 0);
+            const destination: *cell.JoinOutput(T) = @ptrCast(@alignCast(out));
+            if (self.killed) {
+                destination.* = error.Cancelled;
+            } else {
+                const result: *T = @ptrCast(@alignCast(self.resultPtr()));
+                destination.* = result.*;
+            }
+        }
+    };
+}
+
+/// Links a freshly created task into the runtime's owned list and queues it (as
+/// `Runtime.spawn` does for a state-machine task). On `Shutdown` the task is freed.
+pub fn submitNew(shared: *Shared, task: *Task) error{Shutdown}!void {
+    try insertOwned(shared, task);
+    schedule(shared, task);
+}
+
+/// The first half of `submitNew`: links the task into the owned list, or frees it.
+pub fn insertOwned(shared: *Shared, task: *Task) error{Shutdown}!void {
+    shared.owned.insert(&task.header) catch |err| {
+        destroyUnstarted(task);
+        return err;
+    };
+}
+
+/// The second half of `submitNew`: queues the task.
+pub fn schedule(shared: *Shared, task: *Task) void {
+    Worker.submit(shared, &task.header, false);
+}
+
+/// Frees a task that was created but never submitted.
+pub fn destroyUnstarted(task: *Task) void {
+    task.fiber.kill();
+    task.killed = true;
+    task.on_done = null; // It never joined anything.
+    task.releaseStack();
+    const memory: [*]u8 = @ptrCast(task);
+    task.allocator.rawFree(memory[0..task.len], task.alignment, @returnAddress());
+}
+
+pub fn ReturnOf(comptime function: anytype) type {
+    return @typeInfo(@TypeOf(function)).@"fn".return_type.?;
+}
+
+pub const SpawnError = CreateError || error{Shutdown};
+
+/// Spawns `function(args...)` as a fiber on `shared`'s scheduler.
+pub fn spawn(
+    shared: *Shared,
+    fibers: *Fibers,
+    comptime function: anytype,
+    args: std.meta.ArgsTuple(@TypeOf(function)),
+) SpawnError!JoinHandle(ReturnOf(function)) {
+    const T = ReturnOf(function);
+    const Args = @TypeOf(args);
+    const Start_ = struct {
+        fn start(context: *const anyopaque, result: *anyopaque) void {
+            const typed_args: *const Args = @ptrCast(@alignCast(context));
+            const typed_result: *T = @ptrCast(@alignCast(result));
+            typed_result.* = @call(.auto, function, typed_args.*);
+        }
+    };
+    const task = try Task.create(
+        shared.allocator,
+        fibers,
+        &shared.task_scheduler,
+        shared.nextTaskId(),
+        &TypedVTable(T).vtable,
+        std.mem.asBytes(&args),
+        .of(Args),
+        @sizeOf(T),
+        .of(T),
+        .{ .with_result = Start_.start },
+    );
+    try submitNew(shared, task);
+    return .{ .raw = &task.header };
+}

@@ -1,0 +1,395 @@
+//! std.Io's concurrency on fibers: `async`, `concurrent`, `await`, `cancel`, groups, and the
+//! cancellation primitives (`recancel`, `swapCancelProtection`, `checkCancel`).
+//!
+//! ## Futures
+//!
+//! `concurrent` spawns a type-erased fiber task (`fiber/task.zig`) whose allocation holds the
+//! copied context and the result; the `*AnyFuture` is the task. The future keeps the task's
+//! join-handle reference: `await` waits for completion through the join protocol of
+//! `task/Header.zig` (the awaiter's waker in the join-waker slot), copies the result out and
+//! drops the reference. `async` is `concurrent`, or — when no stack can be had — runs `start`
+//! inline and returns null, as std.Io allows ("may run inline").
+//!
+//! ## Cancellation (std.Io's rules, as `std.Io.Threaded` implements them)
+//!
+//! - `cancel(future)` requests cancellation of the future's fiber (`Fiber.requestCancel`) and
+//!   wakes its task, so that a fiber suspended at a cancellation point (a futex wait, a sleep, a
+//!   socket operation) resumes and returns `error.Canceled` there; then awaits it.
+//! - A fiber canceled while it *awaits* another future forwards the request to that future and
+//!   keeps waiting; when the future finishes without having acknowledged the request, the
+//!   awaiter re-arms its own (`recancel`), so its next cancellation point reports it.
+//! - A canceled group (`groupCancel`, or a `groupAwait` whose awaiter is canceled) requests
+//!   cancellation of every member running, and members spawned into it later start canceled.
+//! - On a plain thread nothing is ever canceled: `swapCancelProtection` reports `unblocked`,
+//!   `checkCancel` succeeds, `recancel` is a misuse (there was no `error.Canceled` to re-arm).
+//!
+//! ## Groups
+//!
+//! `Io.Group.token` points to a `GroupState` allocated by the first spawn into an idle group
+//! (a compare-and-swap installs it; concurrent first spawns free the loser's) and freed by the
+//! `groupAwait` or `groupCancel` that finds the group finished, which stores null again. Under
+//! its lock: the members running (an intrusive list of their tasks), whether it was canceled,
+//! and the awaiter's waker. A member leaves the group when its fiber is done (`Task.on_done`,
+//! on the thread that resumed or killed it): under the lock it unlinks itself, and if it was
+//! the last, takes the awaiter's waker; it wakes it after unlocking and never touches the
+//! state again (the awaiter may free it at once). A member's task has no join handle (it is
+//! dropped at spawn), so its allocation is freed as soon as it completes: a long-lived group
+//! holds nothing for members that finished.
+
+const std = @import("std");
+const assert = std.debug.assert;
+const Alignment = std.mem.Alignment;
+
+const future = @import("../future.zig");
+const Waker = @import("../Waker.zig");
+const Lock = @import("../Lock.zig");
+const Header = @import("../task/Header.zig");
+const WakeList = @import("../wait/WakeList.zig");
+const intrusive_list = @import("../wait/intrusive_list.zig");
+const Fiber = @import("../fiber/Fiber.zig");
+const fiber_task = @import("../fiber/task.zig");
+const Task = fiber_task.Task;
+const AmpereIo = @import("../Io.zig");
+
+// -- spawning --------------------------------------------------------------------------------
+
+fn spawn(
+    self: *AmpereIo,
+    context: []const u8,
+    context_alignment: Alignment,
+    result_len: usize,
+    result_alignment: Alignment,
+    start: fiber_task.Start,
+) fiber_task.CreateError!*Task {
+    const shared = &self.runtime.scheduler.shared;
+    return Task.create(
+        shared.allocator,
+        &self.runtime.fibers,
+        &shared.task_scheduler,
+        shared.nextTaskId(),
+        &Task.erased_vtable,
+        context,
+        context_alignment,
+        result_len,
+        result_alignment,
+        start,
+    );
+}
+
+pub fn concurrent(
+    userdata: ?*anyopaque,
+    result_len: usize,
+    result_alignment: Alignment,
+    context: []const u8,
+    context_alignment: Alignment,
+    start: *const fn (context: *const anyopaque, result: *anyopaque) void,
+) std.Io.ConcurrentError!*std.Io.AnyFuture {
+    const self = AmpereIo.fromUserdata(userdata);
+    const task = spawn(self, context, context_alignment, result_len, result_alignment, .{ .with_result = start }) catch
+        return error.ConcurrencyUnavailable;
+    fiber_task.submitNew(&self.runtime.scheduler.shared, task) catch return error.ConcurrencyUnavailable;
+    return @ptrCast(task);
+}
+
+pub fn async(
+    userdata: ?*anyopaque,
+    result: []u8,
+    result_alignment: Alignment,
+    context: []const u8,
+    context_alignment: Alignment,
+    start: *const fn (context: *const anyopaque, result: *anyopaque) void,
+) ?*std.Io.AnyFuture {
+    return concurrent(userdata, result.len, result_alignment, context, context_alignment, start) catch {
+        start(context.ptr, result.ptr);
+        return null;
+    };
+}
+
+/// A future ready when the task completed (the join-waker protocol; the caller holds the
+/// task's join-handle reference). Registration holds only a waker clone: nothing to undo —
+/// but a killed awaiter will never take the result, so it gives the handle up.
+const Completion = struct {
+    pub const Output = void;
+    header: *Header,
+    /// The awaiting fiber (null on a thread), to tell a kill from a cancellation.
+    fiber: ?*Fiber,
+
+    pub fn poll(self: *Completion, cx: *future.Context) future.Poll(void) {
+        return switch (self.header.registerJoinWaker(cx.waker())) {
+            .complete => .{ .ready = {} },
+            .pending => .pending,
+        };
+    }
+
+    pub fn cancel(self: *Completion) void {
+        const fiber = self.fiber orelse return;
+        if (fiber.status == .finished) self.header.dropJoinHandle();
+    }
+};
+
+fn taskOf(any_future: *std.Io.AnyFuture) *Task {
+    return @ptrCast(@alignCast(any_future));
+}
+
+/// Asks `task`'s fiber to cancel and wakes it. The caller holds a reference to the task.
+pub fn requestCancel(task: *Task) void {
+    if (task.fiber.requestCancel()) task.header.wakeByRef();
+}
+
+/// Waits until `task` completed. On a fiber whose own cancellation is delivered meanwhile,
+/// forwards it to `task` (see the module comment).
+fn waitCompletion(self: *AmpereIo, task: *Task) void {
+    const fiber = Fiber.current() orelse return self.blockThread(Completion{ .header = &task.header, .fiber = null });
+    var completion = Completion{ .header = &task.header, .fiber = fiber };
+    fiber.awaitCancelable(&completion) catch |err| switch (err) {
+        error.Canceled => {
+            requestCancel(task);
+            fiber.awaitFuture(&completion);
+            // Acquire through the state word (complete): the task's last status is visible.
+            if (!task.fiber.acknowledgedCancel()) fiber.recancel();
+        },
+    };
+}
+
+fn takeResult(task: *Task, result: []u8) void {
+    assert(task.header.load() & Header.complete != 0);
+    assert(!task.killed); // A std.Io future is awaited, never aborted; shutdown never returns here.
+    @memcpy(result, task.resultPtr()[0..result.len]);
+    task.header.dropJoinHandle();
+}
+
+pub fn await(userdata: ?*anyopaque, any_future: *std.Io.AnyFuture, result: []u8, result_alignment: Alignment) void {
+    _ = result_alignment;
+    const self = AmpereIo.fromUserdata(userdata);
+    const task = taskOf(any_future);
+    waitCompletion(self, task);
+    takeResult(task, result);
+}
+
+pub fn cancel(userdata: ?*anyopaque, any_future: *std.Io.AnyFuture, result: []u8, result_alignment: Alignment) void {
+    _ = result_alignment;
+    const self = AmpereIo.fromUserdata(userdata);
+    const task = taskOf(any_future);
+    requestCancel(task);
+    self.waitUncancelable(Completion{ .header = &task.header, .fiber = Fiber.current() });
+    takeResult(task, result);
+}
+
+// -- cancellation primitives -----------------------------------------------------------------
+
+pub fn recancel(userdata: ?*anyopaque) void {
+    _ = userdata;
+    const fiber = Fiber.current() orelse @panic("std.Io.recancel on a thread that was never canceled");
+    fiber.recancel();
+}
+
+pub fn swapCancelProtection(userdata: ?*anyopaque, new: std.Io.CancelProtection) std.Io.CancelProtection {
+    _ = userdata;
+    const fiber = Fiber.current() orelse return .unblocked;
+    const old = fiber.protection;
+    fiber.protection = new;
+    return old;
+}
+
+pub fn checkCancel(userdata: ?*anyopaque) std.Io.Cancelable!void {
+    _ = userdata;
+    const fiber = Fiber.current() orelse return;
+    if (fiber.takeCancel()) return error.Canceled;
+}
+
+/// std.Io's crash handler: the crashing fiber sees no more cancellation (as Threaded does for
+/// its thread), so that the panic handler's own I/O is not interrupted.
+pub fn crashHandler(userdata: ?*anyopaque) void {
+    _ = userdata;
+    const fiber = Fiber.current() orelse return;
+    fiber.protection = .blocked;
+}
+
+// -- groups ----------------------------------------------------------------------------------
+
+const GroupState = struct {
+    lock: Lock = .{},
+    members: intrusive_list.List = .{},
+    running: usize = 0,
+    canceled: bool = false,
+    awaiter: ?Waker = null,
+    /// The awaiting fiber was killed (runtime shutdown) while members ran: the last member to
+    /// leave frees the state.
+    abandoned: bool = false,
+};
+
+fn stateOf(token: *anyopaque) *GroupState {
+    return @ptrCast(@alignCast(token));
+}
+
+/// The group's state, created by the first spawn into an idle group.
+fn groupState(self: *AmpereIo, group: *std.Io.Group) error{OutOfMemory}!*GroupState {
+    // Acquire: a state installed by another spawner is initialised.
+    if (group.token.load(.acquire)) |token| return stateOf(token);
+    const allocator = self.runtime.allocator;
+    const fresh = try allocator.create(GroupState);
+    fresh.* = .{};
+    // Release publishes the initialised state to other spawners and to the awaiter.
+    if (group.token.cmpxchgStrong(null, fresh, .acq_rel, .acquire)) |winner| {
+        allocator.destroy(fresh);
+        return stateOf(winner.?);
+    }
+    return fresh;
+}
+
+const GroupStart = struct {
+    start: *const fn (context: *const anyopaque) void,
+};
+
+fn memberDone(task: *Task) void {
+    const state: *GroupState = @ptrCast(@alignCast(task.user.?));
+    var free = false;
+    const awaiter: ?Waker = blk: {
+        state.lock.lock();
+        defer state.lock.unlock();
+        state.members.remove(&task.link);
+        assert(state.running > 0);
+        state.running -= 1;
+        if (state.running > 0) break :blk null;
+        free = state.abandoned;
+        const waker = state.awaiter;
+        state.awaiter = null;
+        break :blk waker;
+    };
+    // The state may be freed from here on (the awaiter saw running == 0).
+    if (free) task.allocator.destroy(state);
+    if (awaiter) |waker| waker.wake();
+}
+
+pub fn groupConcurrent(
+    userdata: ?*anyopaque,
+    group: *std.Io.Group,
+    context: []const u8,
+    context_alignment: Alignment,
+    start: *const fn (context: *const anyopaque) void,
+) std.Io.ConcurrentError!void {
+    const self = AmpereIo.fromUserdata(userdata);
+    const state = groupState(self, group) catch return error.ConcurrencyUnavailable;
+    const task = spawn(self, context, context_alignment, 0, .@"1", .{ .no_result = start }) catch
+        return error.ConcurrencyUnavailable;
+    const shared = &self.runtime.scheduler.shared;
+    // Into the owned list first: a spawn refused at shutdown never joins the group.
+    fiber_task.insertOwned(shared, task) catch return error.ConcurrencyUnavailable;
+    task.user = state;
+    task.on_done = memberDone;
+    {
+        state.lock.lock();
+        defer state.lock.unlock();
+        state.members.pushBack(&task.link);
+        state.running += 1;
+        // Spawned into a canceled group: it starts canceled (its first cancellation point).
+        if (state.canceled) _ = task.fiber.requestCancel();
+    }
+    fiber_task.schedule(shared, task);
+    // The group holds no handle: the task frees itself when it completes.
+    task.header.dropJoinHandle();
+}
+
+pub fn groupAsync(
+    userdata: ?*anyopaque,
+    group: *std.Io.Group,
+    context: []const u8,
+    context_alignment: Alignment,
+    start: *const fn (context: *const anyopaque) void,
+) void {
+    groupConcurrent(userdata, group, context, context_alignment, start) catch start(context.ptr);
+}
+
+/// Ready when the group has no member running; keeps the awaiter's waker in the state.
+const GroupIdle = struct {
+    pub const Output = void;
+    state: *GroupState,
+    /// The awaiting fiber (null on a thread), to tell a kill from a cancellation in `cancel`.
+    fiber: ?*Fiber,
+    allocator: std.mem.Allocator,
+
+    pub fn poll(self: *GroupIdle, cx: *future.Context) future.Poll(void) {
+        const replaced: ?Waker = blk: {
+            self.state.lock.lock();
+            defer self.state.lock.unlock();
+            if (self.state.running == 0) {
+                const stale = self.state.awaiter;
+                self.state.awaiter = null;
+                if (stale) |waker| waker.drop();
+                return .{ .ready = {} };
+            }
+            break :blk WakeList.storeWaker(&self.state.awaiter, cx.waker());
+        };
+        if (replaced) |waker| waker.drop();
+        return .pending;
+    }
+
+    /// Drops the awaiter's waker: nothing in the state points to the awaiter afterwards. A
+    /// killed awaiter never frees the state: it does it now if the group is finished, or
+    /// leaves it to the last member.
+    pub fn cancel(self: *GroupIdle) void {
+        const killed = if (self.fiber) |fiber| fiber.status == .finished else false;
+        var free = false;
+        const dropped: ?Waker = blk: {
+            self.state.lock.lock();
+            defer self.state.lock.unlock();
+            const waker = self.state.awaiter;
+            self.state.awaiter = null;
+            if (killed) {
+                free = self.state.running == 0;
+                self.state.abandoned = true;
+            }
+            break :blk waker;
+        };
+        if (dropped) |waker| waker.drop();
+        if (free) self.allocator.destroy(self.state);
+    }
+};
+
+/// Marks the group canceled and asks every running member to cancel.
+fn cancelMembers(state: *GroupState) void {
+    state.lock.lock();
+    defer state.lock.unlock();
+    state.canceled = true;
+    var node = state.members.first();
+    // Each member is alive while linked: it unlinks itself under this lock before its task
+    // completes (so its owned-list reference keeps the header valid here).
+    while (node) |current| : (node = current.next) {
+        requestCancel(intrusive_list.entry(Task, "link", current));
+    }
+}
+
+fn finishGroup(self: *AmpereIo, group: *std.Io.Group, state: *GroupState) void {
+    assert(state.running == 0 and state.members.isEmpty() and state.awaiter == null);
+    group.token.store(null, .release);
+    self.runtime.allocator.destroy(state);
+}
+
+pub fn groupAwait(userdata: ?*anyopaque, group: *std.Io.Group, token: *anyopaque) std.Io.Cancelable!void {
+    const self = AmpereIo.fromUserdata(userdata);
+    const state = stateOf(token);
+    const fiber = Fiber.current();
+    var idle = GroupIdle{ .state = state, .fiber = fiber, .allocator = self.runtime.allocator };
+    if (fiber == null) {
+        self.blockThread(idle);
+        return finishGroup(self, group, state);
+    }
+    fiber.?.awaitCancelable(&idle) catch |err| switch (err) {
+        error.Canceled => {
+            cancelMembers(state);
+            idle = .{ .state = state, .fiber = fiber, .allocator = self.runtime.allocator };
+            fiber.?.awaitFuture(&idle);
+            finishGroup(self, group, state);
+            return error.Canceled;
+        },
+    };
+    finishGroup(self, group, state);
+}
+
+pub fn groupCancel(userdata: ?*anyopaque, group: *std.Io.Group, token: *anyopaque) void {
+    const self = AmpereIo.fromUserdata(userdata);
+    const state = stateOf(token);
+    cancelMembers(state);
+    self.waitUncancelable(GroupIdle{ .state = state, .fiber = Fiber.current(), .allocator = self.runtime.allocator });
+    finishGroup(self, group, state);
+}
