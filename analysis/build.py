@@ -56,9 +56,9 @@ BINARIES: dict[str, Path] = {
     "tokio": Path("rust_bench/target/release/tokio_bench"),
     **IO_PROGRAMS,
 }
-#: Whether ampere's std.Io exists (issue 22). Set True once `Runtime.io()` is in; until then
+#: Whether the io program is built on ampere's std.Io (`Runtime.io()`, issue 22: it is). Off,
 #: the ampere.io side is recorded absent with AMPERE_IO_ABSENT.
-AMPERE_IO_BUILT = False
+AMPERE_IO_BUILT = True
 AMPERE_IO_ABSENT = "ampere.Io not built yet"
 #: Where the build records the io sides it could not build (name -> reason).
 IO_ABSENT_FILE = Path("zig-out/io-absent.json")
