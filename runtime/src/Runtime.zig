@@ -60,6 +60,7 @@ const SharedParker = @import("SharedParker.zig");
 const Fibers = @import("fiber/Fibers.zig");
 const fiber_task = @import("fiber/task.zig");
 const AmpereIo = @import("Io.zig");
+const spawn_blocking = @import("blocking/spawn.zig");
 
 const Runtime = @This();
 
@@ -78,7 +79,7 @@ parkers: *SharedParker.Pool,
 /// Fiber stacks (`spawnFiber`; runtime/docs/fibers.md).
 fibers: Fibers,
 /// The std.Io implementation (`io()`).
-std_io: *AmpereIo,
+std_io: *AmpereIo.State,
 
 pub fn init(allocator: Allocator, options: Options) !*Runtime {
     const self = try allocator.create(Runtime);
@@ -97,7 +98,14 @@ pub fn init(allocator: Allocator, options: Options) !*Runtime {
     // One parker up front: a single thread calling `blockOn` never allocates in `blockOn`.
     self.parkers = try SharedParker.Pool.create(allocator, 1);
     errdefer self.parkers.close();
-    self.std_io = try AmpereIo.create(self, allocator, .{ .environ = options.environ });
+    self.std_io = try AmpereIo.State.create(.{
+        .allocator = allocator,
+        .shared = &self.scheduler.shared,
+        .fibers = &self.fibers,
+        .parkers = self.parkers,
+        .blocking = &self.blocking,
+        .vtable = &AmpereIo.vtable,
+    }, .{ .environ = options.environ });
     errdefer self.std_io.destroy(allocator);
     try self.scheduler.start();
     return self;
@@ -187,25 +195,7 @@ pub fn spawnBlocking(
     comptime function: anytype,
     args: std.meta.ArgsTuple(@TypeOf(function)),
 ) SpawnBlockingError!JoinHandle(ReturnOf(function)) {
-    const F = from_fn.FromFn(function);
-    const shared = &self.scheduler.shared;
-    const cell = try Cell(F).create(self.allocator, .{ .args = args }, &self.blocking.scheduler, shared.nextTaskId());
-    shared.owned.insert(&cell.header) catch |err| {
-        self.allocator.destroy(cell);
-        return err;
-    };
-    self.blocking.push(&cell.header) catch |err| {
-        shared.owned.remove(&cell.header);
-        self.allocator.destroy(cell);
-        return err;
-    };
-    // The caller will most likely await the result soon: a worker spins for it when it parks.
-    if (Worker.currentOf(shared)) |worker| {
-        worker.noteBlockingHandOff();
-    } else {
-        shared.externalRecorder().count(.blocking_spawns, 1);
-    }
-    return .{ .raw = &cell.header };
+    return spawn_blocking.spawn(self.allocator, &self.scheduler.shared, &self.blocking, function, args);
 }
 
 /// A snapshot of the scheduler's event counts: per worker, the external set (events on other

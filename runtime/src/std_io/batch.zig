@@ -31,7 +31,7 @@ const time = @import("../time.zig");
 const sleep_future = @import("../time/sleep.zig");
 const block_on = @import("../block_on.zig");
 const Fiber = @import("../fiber/Fiber.zig");
-const AmpereIo = @import("../Io.zig");
+const AmpereIo = @import("State.zig");
 const net = @import("net.zig");
 const clock = @import("clock.zig");
 const delegate = @import("delegate.zig");
@@ -56,7 +56,7 @@ const State = struct {
 
 fn stateOf(self: *AmpereIo, batch: *Batch) Io.ConcurrentError!*State {
     if (batch.userdata) |userdata| return @ptrCast(@alignCast(userdata));
-    const allocator = self.runtime.allocator;
+    const allocator = self.allocator;
     const state = allocator.create(State) catch return error.ConcurrencyUnavailable;
     errdefer allocator.destroy(state);
     state.slots = allocator.alloc(Slot, batch.storage.len) catch return error.ConcurrencyUnavailable;
@@ -68,7 +68,7 @@ fn stateOf(self: *AmpereIo, batch: *Batch) Io.ConcurrentError!*State {
 fn freeState(self: *AmpereIo, batch: *Batch) void {
     const state: *State = @ptrCast(@alignCast(batch.userdata.?));
     for (state.slots) |*slot| assert(slot.kind == .idle);
-    const allocator = self.runtime.allocator;
+    const allocator = self.allocator;
     allocator.free(state.slots);
     allocator.destroy(state);
     batch.userdata = null;
@@ -149,7 +149,7 @@ fn startSubmitted(self: *AmpereIo, batch: *Batch, state: *State) void {
                 slot.kind = .receive;
             },
             .file_read_streaming, .file_write_streaming, .device_io_control => {
-                const handle = self.runtime.spawnBlocking(PoolJob.run, .{ self, operation }) catch {
+                const handle = self.spawnBlocking(PoolJob.run, .{ self, operation }) catch {
                     pushCompleted(batch, i, operateHere(self, operation));
                     continue;
                 };

@@ -24,7 +24,7 @@ const sleep_future = @import("../time/sleep.zig");
 const clock = @import("../time/clock.zig");
 const Fiber = @import("../fiber/Fiber.zig");
 const Futex = @import("Futex.zig");
-const AmpereIo = @import("../Io.zig");
+const AmpereIo = @import("State.zig");
 
 pub fn clockId(c: std.Io.Clock) linux.clockid_t {
     return switch (c) {

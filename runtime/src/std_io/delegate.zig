@@ -9,7 +9,7 @@
 //! one of its own (`Thread.current == null`) they skip only its cancellation machinery.
 
 const std = @import("std");
-const AmpereIo = @import("../Io.zig");
+const AmpereIo = @import("State.zig");
 
 pub const Mode = enum { direct, offload };
 
@@ -21,10 +21,9 @@ fn ReturnOf(comptime name: []const u8) type {
     return @typeInfo(FnOf(name)).@"fn".return_type.?;
 }
 
-/// Calls Threaded's `name` with `args` (the arguments after the userdata).
+/// Calls Threaded's `name` with `args` (the arguments after the userdata), on this thread.
 pub fn callThreaded(self: *AmpereIo, comptime name: []const u8, args: anytype) ReturnOf(name) {
-    const threaded = self.threaded.io();
-    return @call(.auto, @field(threaded.vtable, name), .{threaded.userdata} ++ args);
+    return self.callThreaded(name, args);
 }
 
 fn forward(comptime name: []const u8, comptime mode: Mode, userdata: ?*anyopaque, args: anytype) ReturnOf(name) {

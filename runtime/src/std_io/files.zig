@@ -16,7 +16,7 @@ const File = Io.File;
 const HostName = Io.net.HostName;
 
 const Fiber = @import("../fiber/Fiber.zig");
-const AmpereIo = @import("../Io.zig");
+const AmpereIo = @import("State.zig");
 const net = @import("net.zig");
 const delegate = @import("delegate.zig");
 
@@ -30,22 +30,7 @@ pub fn fileClose(userdata: ?*anyopaque, files: []const File) void {
 // -- stderr ----------------------------------------------------------------------------------
 
 /// The state of `lockStderr` (one per `ampere.Io`).
-pub const Stderr = struct {
-    mutex: Io.Mutex = .init,
-    /// Who holds the lock: a fiber's address, or a thread id off fibers; 0 when free. Written
-    /// by the holder under the mutex, read racily by others (only to compare with themselves).
-    owner: std.atomic.Value(usize) = .init(0),
-    /// Re-entrant depth; only the owner touches it.
-    depth: usize = 0,
-    writer: File.Writer = .{
-        .io = undefined,
-        .interface = File.Writer.initInterface(&.{}),
-        .file = .stderr(),
-        .mode = .streaming,
-    },
-    initialized: bool = false,
-    mode: Io.Terminal.Mode = .no_color,
-};
+pub const Stderr = @import("Stderr.zig");
 
 fn ownerId() usize {
     if (Fiber.current()) |fiber| return @intFromPtr(fiber);

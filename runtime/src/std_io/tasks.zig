@@ -49,7 +49,7 @@ const intrusive_list = @import("../wait/intrusive_list.zig");
 const Fiber = @import("../fiber/Fiber.zig");
 const fiber_task = @import("../fiber/task.zig");
 const Task = fiber_task.Task;
-const AmpereIo = @import("../Io.zig");
+const AmpereIo = @import("State.zig");
 
 // -- spawning --------------------------------------------------------------------------------
 
@@ -61,10 +61,10 @@ fn spawn(
     result_alignment: Alignment,
     start: fiber_task.Start,
 ) fiber_task.CreateError!*Task {
-    const shared = &self.runtime.scheduler.shared;
+    const shared = self.shared;
     return Task.create(
         shared.allocator,
-        &self.runtime.fibers,
+        self.fibers,
         &shared.task_scheduler,
         shared.nextTaskId(),
         &Task.erased_vtable,
@@ -87,7 +87,7 @@ pub fn concurrent(
     const self = AmpereIo.fromUserdata(userdata);
     const task = spawn(self, context, context_alignment, result_len, result_alignment, .{ .with_result = start }) catch
         return error.ConcurrencyUnavailable;
-    fiber_task.submitNew(&self.runtime.scheduler.shared, task) catch return error.ConcurrencyUnavailable;
+    fiber_task.submitNew(self.shared, task) catch return error.ConcurrencyUnavailable;
     return @ptrCast(task);
 }
 
@@ -226,7 +226,7 @@ fn stateOf(token: *anyopaque) *GroupState {
 fn groupState(self: *AmpereIo, group: *std.Io.Group) error{OutOfMemory}!*GroupState {
     // Acquire: a state installed by another spawner is initialised.
     if (group.token.load(.acquire)) |token| return stateOf(token);
-    const allocator = self.runtime.allocator;
+    const allocator = self.allocator;
     const fresh = try allocator.create(GroupState);
     fresh.* = .{};
     // Release publishes the initialised state to other spawners and to the awaiter.
@@ -272,7 +272,7 @@ pub fn groupConcurrent(
     const state = groupState(self, group) catch return error.ConcurrencyUnavailable;
     const task = spawn(self, context, context_alignment, 0, .@"1", .{ .no_result = start }) catch
         return error.ConcurrencyUnavailable;
-    const shared = &self.runtime.scheduler.shared;
+    const shared = self.shared;
     // Into the owned list first: a spawn refused at shutdown never joins the group.
     fiber_task.insertOwned(shared, task) catch return error.ConcurrencyUnavailable;
     task.user = state;
@@ -362,14 +362,14 @@ fn cancelMembers(state: *GroupState) void {
 fn finishGroup(self: *AmpereIo, group: *std.Io.Group, state: *GroupState) void {
     assert(state.running == 0 and state.members.isEmpty() and state.awaiter == null);
     group.token.store(null, .release);
-    self.runtime.allocator.destroy(state);
+    self.allocator.destroy(state);
 }
 
 pub fn groupAwait(userdata: ?*anyopaque, group: *std.Io.Group, token: *anyopaque) std.Io.Cancelable!void {
     const self = AmpereIo.fromUserdata(userdata);
     const state = stateOf(token);
     const fiber = Fiber.current();
-    var idle = GroupIdle{ .state = state, .fiber = fiber, .allocator = self.runtime.allocator };
+    var idle = GroupIdle{ .state = state, .fiber = fiber, .allocator = self.allocator };
     if (fiber == null) {
         self.blockThread(idle);
         return finishGroup(self, group, state);
@@ -377,7 +377,7 @@ pub fn groupAwait(userdata: ?*anyopaque, group: *std.Io.Group, token: *anyopaque
     fiber.?.awaitCancelable(&idle) catch |err| switch (err) {
         error.Canceled => {
             cancelMembers(state);
-            idle = .{ .state = state, .fiber = fiber, .allocator = self.runtime.allocator };
+            idle = .{ .state = state, .fiber = fiber, .allocator = self.allocator };
             fiber.?.awaitFuture(&idle);
             finishGroup(self, group, state);
             return error.Canceled;
@@ -390,6 +390,6 @@ pub fn groupCancel(userdata: ?*anyopaque, group: *std.Io.Group, token: *anyopaqu
     const self = AmpereIo.fromUserdata(userdata);
     const state = stateOf(token);
     cancelMembers(state);
-    self.waitUncancelable(GroupIdle{ .state = state, .fiber = Fiber.current(), .allocator = self.runtime.allocator });
+    self.waitUncancelable(GroupIdle{ .state = state, .fiber = Fiber.current(), .allocator = self.allocator });
     finishGroup(self, group, state);
 }
