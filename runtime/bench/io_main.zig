@@ -21,6 +21,7 @@ const SystemAllocator = @import("SystemAllocator.zig");
 const constants_mod = @import("constants.zig");
 const cli = @import("cli.zig");
 const output = @import("output.zig");
+const program = @import("program.zig");
 const variants = @import("variants.zig");
 const benches = @import("io_benches.zig");
 const impl = @import("io_impl.zig");
@@ -103,23 +104,7 @@ fn select(gpa: std.mem.Allocator, options: *const cli.Options, c: *const Constan
     return list;
 }
 
-/// How `run` ended: the exit code and, for codes 1 and 2, the one-line message.
-const Exit = struct {
-    code: u8,
-    message_buffer: [512]u8 = undefined,
-    message_len: usize = 0,
-
-    fn fail(code: u8, comptime format: []const u8, args: anytype) Exit {
-        var exit = Exit{ .code = code };
-        const text = std.fmt.bufPrint(&exit.message_buffer, format, args) catch exit.message_buffer[0..];
-        exit.message_len = text.len;
-        return exit;
-    }
-
-    fn message(self: *const Exit) []const u8 {
-        return self.message_buffer[0..self.message_len];
-    }
-};
+const Exit = program.Exit;
 
 /// The metadata JSON (`--meta`): like ampere_bench's, with the implementation's versions.
 const Meta = struct {
@@ -259,25 +244,7 @@ fn run(gpa: std.mem.Allocator, io: std.Io, counting: *CountingAllocator, args: [
 }
 
 pub fn main(init: std.process.Init.Minimal) u8 {
-    var counting = CountingAllocator.init(SystemAllocator.allocator);
-    const gpa = counting.allocator();
-    var args_arena = std.heap.ArenaAllocator.init(gpa);
-    defer args_arena.deinit();
-    const args = init.args.toSlice(args_arena.allocator()) catch {
-        std.debug.print("error: out of memory\n", .{});
-        return 1;
-    };
-    // Files and stdout go through std's single-threaded `Io` (blocking calls on this thread);
-    // the implementation under test is built per worker count in `runAll`.
-    var threaded: std.Io.Threaded = .init_single_threaded;
-    const io = threaded.io();
-    var stdout_buffer: [16 * 1024]u8 = undefined;
-    var stdout = std.Io.File.stdout().writerStreaming(io, &stdout_buffer);
-    const view: []const []const u8 = @ptrCast(args[1..]);
-    const exit = run(gpa, io, &counting, view, &stdout.interface);
-    stdout.interface.flush() catch {};
-    if (exit.code != 0) std.debug.print("error: {s}\n", .{exit.message()});
-    return exit.code;
+    return program.main(init, run);
 }
 
 // -- tests (zig build test-io: the harness of the program on this build's implementation) ---

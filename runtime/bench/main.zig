@@ -21,6 +21,7 @@ const SystemAllocator = @import("SystemAllocator.zig");
 const constants_mod = @import("constants.zig");
 const cli = @import("cli.zig");
 const output = @import("output.zig");
+const program = @import("program.zig");
 const sync_tiers = @import("sync_tiers.zig");
 const async_tiers = @import("async_tiers.zig");
 const echo = @import("echo.zig");
@@ -201,23 +202,7 @@ fn plan(gpa: std.mem.Allocator, selected: []const Selected, worker_counts: []con
     return list;
 }
 
-/// How `run` ended: the exit code and, for codes 1 and 2, the one-line message.
-const Exit = struct {
-    code: u8,
-    message_buffer: [512]u8 = undefined,
-    message_len: usize = 0,
-
-    fn fail(code: u8, comptime format: []const u8, args: anytype) Exit {
-        var exit = Exit{ .code = code };
-        const text = std.fmt.bufPrint(&exit.message_buffer, format, args) catch exit.message_buffer[0..];
-        exit.message_len = text.len;
-        return exit;
-    }
-
-    fn message(self: *const Exit) []const u8 {
-        return self.message_buffer[0..self.message_len];
-    }
-};
+const Exit = program.Exit;
 
 fn usageError(comptime format: []const u8, args: anytype) Exit {
     return Exit.fail(2, format, args);
@@ -326,31 +311,12 @@ fn run(gpa: std.mem.Allocator, io: std.Io, counting: *CountingAllocator, args: [
 }
 
 pub fn main(init: std.process.Init.Minimal) u8 {
-    var counting = CountingAllocator.init(SystemAllocator.allocator);
-    const gpa = counting.allocator();
-    var args_arena = std.heap.ArenaAllocator.init(gpa);
-    defer args_arena.deinit();
-    const args = init.args.toSlice(args_arena.allocator()) catch {
-        std.debug.print("error: out of memory\n", .{});
-        return 1;
-    };
-    // Files and stdout go through std's single-threaded `Io` (blocking system calls on the
-    // calling thread); the runtime under test does not use it.
-    var threaded: std.Io.Threaded = .init_single_threaded;
-    const io = threaded.io();
-    var stdout_buffer: [16 * 1024]u8 = undefined;
-    // Streaming, not positional: stdout may be a file shared with other writers (an orchestrator
-    // appending to a log), and positional writes would start at offset 0 and clobber it.
-    var stdout = std.Io.File.stdout().writerStreaming(io, &stdout_buffer);
-    const view: []const []const u8 = @ptrCast(args[1..]);
-    const exit = run(gpa, io, &counting, view, &stdout.interface);
-    stdout.interface.flush() catch {};
-    if (exit.code != 0) std.debug.print("error: {s}\n", .{exit.message()});
-    return exit.code;
+    return program.main(init, run);
 }
 
 test {
     _ = SystemAllocator;
+    _ = program;
     _ = harness;
     _ = constants_mod;
     _ = cli;
