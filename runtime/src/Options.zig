@@ -30,7 +30,9 @@ fiber_stack_bytes: usize = 256 * 1024,
 /// Inaccessible bytes below each fiber stack, rounded up to pages: a frame that runs off the
 /// stack faults here. Costs address space only.
 fiber_guard_bytes: usize = 64 * 1024,
-/// Released fiber stacks kept for reuse (each keeps the pages its fibers touched).
+/// Released fiber stacks always kept for reuse (each keeps the pages its fibers touched). The
+/// pool keeps more while demand is recent: up to the recent peak of fibers alive at once,
+/// halving every quiet second (`fiber/Stack.zig`, `Pool`).
 fiber_stacks_cached: usize = 256,
 /// The process environment, for `io()`'s process spawning (PATH) and terminal detection
 /// (from `std.process.Init`'s `minimal.environ`). Empty by default.

@@ -14,10 +14,26 @@
 //! `ConcurrencyUnavailable`.
 //!
 //! `Pool` keeps released stacks for reuse (LIFO: the most recently used stack is the most
-//! likely to be in cache), up to `cached_max`; releasing more unmaps them. A reused stack keeps
-//! the pages its previous fibers touched. Every acquire and release goes through one `Lock`:
-//! an acquire is a fiber spawn, which also allocates its task and queues it, so the pool is
-//! not the hot spot.
+//! likely to be in cache). A reused stack keeps the pages its previous fibers touched, so a
+//! reuse costs neither a system call nor a page fault; a fresh stack costs `mmap` + `mprotect`,
+//! a fault per touched page and later a `munmap` (about 4 µs together on the 2-vCPU VM, 25x a
+//! whole fiber spawn + await). How many it keeps follows demand:
+//!
+//! - The pool holds (in use and free together) up to `target = max(retain_min, demand,
+//!   epoch_peak)` stacks, where `epoch_peak` is the most stacks in use at once in the current
+//!   epoch and `demand` the decayed peak of earlier epochs. A burst of 10,000 fibers therefore
+//!   finds its stacks again in the next burst instead of mapping 10,000 - retain_min afresh
+//!   (the io suite's fan-in/fan-out/group rows spawn 1,000 fibers per iteration).
+//! - An epoch lasts `epoch_ns` (1 s); at its end `demand = max(epoch_peak, demand / 2)` and the
+//!   next epoch's peak starts at the stacks in use. Capacity beyond the target drains with a
+//!   half-life of one epoch, not at once when one quiet epoch passes.
+//! - Epochs are driven by releases: every `check_every` releases read the clock. A release
+//!   over the target unmaps its stack and at most one cached stack more (bounded work per
+//!   release, no system call under the lock). A runtime that goes idle after a burst keeps
+//!   its cache until fibers run again; each cached stack holds the pages its fibers touched.
+//!
+//! Every acquire and release goes through one `Lock`: an acquire is a fiber spawn, which also
+//! allocates its task and queues it, so the pool is not the hot spot.
 
 const std = @import("std");
 const assert = std.debug.assert;
@@ -112,13 +128,28 @@ pub fn residentBytes(self: Stack) usize {
     return resident * page_bytes;
 }
 
-/// Stacks of one size, mapped on demand and kept for reuse after release.
+/// Stacks of one size, mapped on demand and kept for reuse after release (see the module
+/// comment for how many).
 pub const Pool = struct {
     lock: Lock = .{},
     /// Released stacks (guarded by `lock`); the link lives in the stack's top bytes.
     free: ?*FreeNode = null,
+    /// Guarded by `lock`: the length of `free`, and the stacks handed out and not released.
     free_count: usize = 0,
-    cached_max: usize,
+    held: usize = 0,
+    /// The fewest stacks the pool keeps whatever the demand (`Options.fiber_stacks_cached`).
+    retain_min: usize,
+    /// Guarded by `lock`: the decayed peak of earlier epochs, the peak of the current one, when
+    /// it started, and the releases since the clock was last read.
+    demand: usize = 0,
+    epoch_peak: usize = 0,
+    epoch_start_ns: u64,
+    releases_unchecked: u32 = 0,
+    epoch_ns: u64 = std.time.ns_per_s,
+    /// Releases between two reads of the clock.
+    check_every: u32 = 64,
+    /// The clock of the epochs (a field so that tests can step it).
+    now_ns: *const fn () u64 = monotonicNs,
     usable_bytes: usize,
     guard_bytes: usize,
     /// Stacks handed out and not released. Monotonic counter: read by leak checks after the
@@ -132,14 +163,24 @@ pub const Pool = struct {
         stack: Stack,
     };
 
-    pub fn init(usable_bytes: usize, guard_bytes: usize, cached_max: usize) Pool {
+    fn monotonicNs() u64 {
+        return @import("../os.zig").clockNs(.MONOTONIC);
+    }
+
+    pub fn init(usable_bytes: usize, guard_bytes: usize, retain_min: usize) Pool {
         assert(usable_bytes >= @sizeOf(FreeNode));
-        return .{ .usable_bytes = usable_bytes, .guard_bytes = guard_bytes, .cached_max = cached_max };
+        return .{
+            .usable_bytes = usable_bytes,
+            .guard_bytes = guard_bytes,
+            .retain_min = retain_min,
+            .epoch_start_ns = monotonicNs(),
+        };
     }
 
     /// Unmaps every cached stack. Every stack must have been released.
     pub fn deinit(self: *Pool) void {
         assert(self.in_use.load(.monotonic) == 0); // A fiber stack leaked.
+        assert(self.held == 0);
         while (self.free) |node| {
             self.free = node.next;
             node.stack.unmap();
@@ -148,41 +189,82 @@ pub const Pool = struct {
     }
 
     pub fn acquire(self: *Pool) MapError!Stack {
-        if (self.pop()) |stack| {
-            _ = self.in_use.fetchAdd(1, .monotonic);
-            return stack;
-        }
-        const stack = try map(self.usable_bytes, self.guard_bytes);
-        _ = self.mapped_total.fetchAdd(1, .monotonic);
         _ = self.in_use.fetchAdd(1, .monotonic);
+        if (self.pop()) |stack| return stack;
+        const stack = map(self.usable_bytes, self.guard_bytes) catch |err| {
+            self.lock.lock();
+            self.held -= 1;
+            self.lock.unlock();
+            _ = self.in_use.fetchSub(1, .monotonic);
+            return err;
+        };
+        _ = self.mapped_total.fetchAdd(1, .monotonic);
         return stack;
     }
 
+    /// Counts the acquire (`held`, the epoch's peak) and takes a cached stack if there is one.
     fn pop(self: *Pool) ?Stack {
         self.lock.lock();
         defer self.lock.unlock();
+        self.held += 1;
+        self.epoch_peak = @max(self.epoch_peak, self.held);
         const node = self.free orelse return null;
         self.free = node.next;
         self.free_count -= 1;
         return node.stack;
     }
 
-    /// Returns `stack` (no fiber runs on it any more) to the cache, or unmaps it.
+    /// The stacks the pool may hold, in use and free together (guarded by `lock`).
+    fn target(self: *const Pool) usize {
+        return @max(self.retain_min, @max(self.demand, self.epoch_peak));
+    }
+
+    /// Ends the epoch if `epoch_ns` passed (guarded by `lock`; reads the clock every
+    /// `check_every` calls).
+    fn maybeEndEpoch(self: *Pool) void {
+        self.releases_unchecked += 1;
+        if (self.releases_unchecked < self.check_every) return;
+        self.releases_unchecked = 0;
+        const now = self.now_ns();
+        if (now -| self.epoch_start_ns < self.epoch_ns) return;
+        self.epoch_start_ns = now;
+        self.demand = @max(self.epoch_peak, self.demand / 2);
+        self.epoch_peak = self.held;
+    }
+
+    /// Returns `stack` (no fiber runs on it any more) to the cache, or unmaps it (and at most
+    /// one cached stack more) when the pool holds more than its target.
     pub fn release(self: *Pool, stack: Stack) void {
         assert(stack.guard_bytes == self.guard_bytes);
         const previous = self.in_use.fetchSub(1, .monotonic);
         assert(previous > 0);
-        const cached = blk: {
+        var unmap_now: [2]?Stack = .{ null, null };
+        {
             self.lock.lock();
             defer self.lock.unlock();
-            if (self.free_count >= self.cached_max) break :blk false;
-            const node: *FreeNode = @ptrFromInt(std.mem.alignBackward(usize, stack.top() - @sizeOf(FreeNode), @alignOf(FreeNode)));
-            node.* = .{ .next = self.free, .stack = stack };
-            self.free = node;
-            self.free_count += 1;
-            break :blk true;
-        };
-        if (!cached) stack.unmap();
+            assert(self.held > 0);
+            self.held -= 1;
+            self.maybeEndEpoch();
+            const limit = self.target();
+            if (self.held + self.free_count + 1 > limit) {
+                unmap_now[0] = stack;
+                // Drain one more while over the target: the excess of an old burst goes at the
+                // pace of the releases, never all in one call.
+                if (self.held + self.free_count > limit) {
+                    if (self.free) |node| {
+                        self.free = node.next;
+                        self.free_count -= 1;
+                        unmap_now[1] = node.stack;
+                    }
+                }
+            } else {
+                const node: *FreeNode = @ptrFromInt(std.mem.alignBackward(usize, stack.top() - @sizeOf(FreeNode), @alignOf(FreeNode)));
+                node.* = .{ .next = self.free, .stack = stack };
+                self.free = node;
+                self.free_count += 1;
+            }
+        }
+        for (unmap_now) |maybe| if (maybe) |s| s.unmap();
     }
 
     pub fn inUse(self: *const Pool) usize {
@@ -203,20 +285,71 @@ test "a stack is writable down to its guard, and the guard is where the mapping 
     try std.testing.expectEqual(2 * page_bytes, stack.residentBytes());
 }
 
-test "the pool reuses released stacks, caches at most cached_max and unmaps the rest" {
+test "the pool reuses released stacks (LIFO) and keeps retain_min with no demand recorded" {
     var pool = Pool.init(16 * 1024, page_bytes, 2);
     defer pool.deinit();
     const a = try pool.acquire();
-    const b = try pool.acquire();
-    const c = try pool.acquire();
-    try std.testing.expectEqual(@as(usize, 3), pool.inUse());
+    try std.testing.expectEqual(@as(usize, 1), pool.inUse());
     pool.release(a);
+    const b = try pool.acquire();
+    try std.testing.expectEqual(a.memory.ptr, b.memory.ptr);
+    const c = try pool.acquire();
+    pool.release(c);
     pool.release(b);
-    pool.release(c); // Over the cache limit: unmapped.
     try std.testing.expectEqual(@as(usize, 2), pool.free_count);
     const d = try pool.acquire();
     try std.testing.expectEqual(b.memory.ptr, d.memory.ptr); // LIFO.
     pool.release(d);
-    try std.testing.expectEqual(@as(usize, 3), pool.mapped_total.load(.monotonic));
+    try std.testing.expectEqual(@as(usize, 2), pool.mapped_total.load(.monotonic));
+    try std.testing.expectEqual(@as(usize, 0), pool.inUse());
+}
+
+var fake_clock_ns: u64 = 0;
+fn fakeClockNs() u64 {
+    return fake_clock_ns;
+}
+
+fn acquireMany(pool: *Pool, stacks: []Stack) !void {
+    for (stacks) |*s| s.* = try pool.acquire();
+}
+
+fn releaseAll(pool: *Pool, stacks: []const Stack) void {
+    for (stacks) |s| pool.release(s);
+}
+
+test "a burst finds its stacks again; the excess drains with a half-life of one epoch" {
+    var pool = Pool.init(16 * 1024, page_bytes, 2);
+    defer pool.deinit();
+    fake_clock_ns = 0;
+    pool.now_ns = fakeClockNs;
+    pool.epoch_start_ns = 0;
+    pool.check_every = 1;
+    pool.epoch_ns = 100;
+    var stacks: [16]Stack = undefined;
+    // Two bursts in one epoch: the second maps nothing (the old cap of retain_min stacks
+    // mapped 14 afresh).
+    try acquireMany(&pool, &stacks);
+    releaseAll(&pool, &stacks);
+    try std.testing.expectEqual(@as(usize, 16), pool.free_count);
+    try acquireMany(&pool, &stacks);
+    releaseAll(&pool, &stacks);
+    try std.testing.expectEqual(@as(usize, 16), pool.mapped_total.load(.monotonic));
+    // Epoch 1 ends: demand = 16, the whole burst stays.
+    fake_clock_ns = 100;
+    pool.release(try pool.acquire());
+    try std.testing.expectEqual(@as(usize, 16), pool.demand);
+    try std.testing.expectEqual(@as(usize, 16), pool.free_count);
+    // A quiet epoch ends: demand halves to 8, and each release drains one stack more.
+    fake_clock_ns = 200;
+    pool.release(try pool.acquire());
+    try std.testing.expectEqual(@as(usize, 8), pool.demand);
+    for (0..8) |_| pool.release(try pool.acquire());
+    try std.testing.expectEqual(@as(usize, 8), pool.free_count);
+    // Quiet epochs go on: 4, 2, then retain_min holds.
+    for ([_]u64{ 300, 400, 500, 600 }) |now| {
+        fake_clock_ns = now;
+        for (0..8) |_| pool.release(try pool.acquire());
+    }
+    try std.testing.expectEqual(@as(usize, 2), pool.free_count);
     try std.testing.expectEqual(@as(usize, 0), pool.inUse());
 }
