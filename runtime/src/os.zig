@@ -159,6 +159,35 @@ pub fn epollWait(epoll_fd: fd_t, events: []epoll_event, timeout_ms: i32) usize {
     };
 }
 
+/// `epoll_pwait2` (Linux 5.11): `epollWait` with a nanosecond timeout (null: no limit), so a
+/// timer deadline is not rounded up to the next whole millisecond of `epoll_wait`'s timeout
+/// (which woke the driver owner up to 1 ms after a tick's deadline). Same return and errno
+/// rules as `epollWait`. On a kernel without it (`ENOSYS`, remembered process-wide) it falls
+/// back to `epollWait` with the timeout rounded up to milliseconds (never early).
+pub fn epollWaitNs(epoll_fd: fd_t, events: []epoll_event, timeout_ns: ?u64) usize {
+    assert(events.len > 0);
+    // Monotonic: a plain flag; a racing reader at worst tries the missing call once more.
+    if (!epoll_pwait2_missing.load(.monotonic)) {
+        var ts: linux.timespec = undefined;
+        if (timeout_ns) |ns| ts = timespecFromNs(ns);
+        const ts_address: usize = if (timeout_ns != null) @intFromPtr(&ts) else 0;
+        const rc = linux.syscall6(.epoll_pwait2, @as(usize, @bitCast(@as(isize, epoll_fd))), @intFromPtr(events.ptr), events.len, ts_address, 0, @sizeOf(linux.sigset_t));
+        switch (linux.errno(rc)) {
+            .SUCCESS => return rc,
+            .INTR => return 0,
+            .NOSYS => epoll_pwait2_missing.store(true, .monotonic),
+            else => |err| unexpected("epoll_pwait2", err),
+        }
+    }
+    const timeout_ms: i32 = if (timeout_ns) |ns|
+        @intCast(@min(std.math.divCeil(u64, ns, std.time.ns_per_ms) catch unreachable, std.math.maxInt(i32)))
+    else
+        -1;
+    return epollWait(epoll_fd, events, timeout_ms);
+}
+
+var epoll_pwait2_missing: std.atomic.Value(bool) = .init(false);
+
 pub const EventFdError = error{
     SystemResources,
     ProcessFdQuotaExceeded,

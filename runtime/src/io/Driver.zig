@@ -271,14 +271,11 @@ pub fn hasRegistrations(self: *const Driver) bool {
 /// Only the driver owner may call it (see the module comment).
 pub fn turn(self: *Driver, timeout_ns: ?u64) usize {
     self.releasePending();
-    const timeout_ms: i32 = if (timeout_ns) |ns|
-        @intCast(@min(std.math.divCeil(u64, ns, std.time.ns_per_ms) catch unreachable, std.math.maxInt(i32)))
-    else
-        -1;
-    // A signal ends the wait early with no events (`os.epollWait`): like a spurious wake-up,
+    // A signal ends the wait early with no events (`os.epollWaitNs`): like a spurious wake-up,
     // the caller recomputes its timeout and turns again (it used to restart with the whole
-    // timeout: a signal every 5 ms held a 50 ms timer back ~500 ms).
-    const count = os.epollWait(self.epoll_fd, &self.events, timeout_ms);
+    // timeout: a signal every 5 ms held a 50 ms timer back ~500 ms). The timeout keeps its
+    // nanoseconds: a timer tick's deadline is met when it falls, not up to 1 ms later.
+    const count = os.epollWaitNs(self.epoll_fd, &self.events, timeout_ns);
     assert(count <= events_max);
     var dispatched: usize = 0;
     for (self.events[0..count]) |event| {

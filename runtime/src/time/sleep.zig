@@ -4,7 +4,9 @@
 //! first polled. The timer entry lives inside the `Sleep` future; the first poll registers it
 //! with the current runtime's timer driver (the runtime of the worker, `blockOn` or blocking
 //! thread polling it). Timers have 1 ms resolution and never fire early, however far their
-//! deadline.
+//! deadline; a deadline already passed (a zero sleep) is ready at the first poll, without a
+//! timer. The driver owner's wait ends at a tick's deadline to the nanosecond
+//! (`os.epollWaitNs`), not at the next whole millisecond after it.
 
 const std = @import("std");
 const assert = std.debug.assert;
@@ -26,6 +28,9 @@ pub const Sleep = struct {
         if (self.state == .done) return .{ .ready = {} };
         if (!budget.proceed(cx)) return .pending;
         if (self.state == .unregistered) {
+            // A deadline already passed (a zero or negative sleep) is due now: no timer and no
+            // wait for the next 1 ms tick, which `register` would round it up to.
+            if (self.deadline_ns <= clock.nowNs()) return self.finish();
             const driver = context.driver() orelse @panic("ampere.time.sleep polled outside a runtime");
             self.driver = driver;
             switch (driver.register(&self.entry, driver.deadlineMsFor(self.deadline_ns), cx.waker())) {
@@ -126,4 +131,14 @@ pub fn Timeout(comptime F: type) type {
 
 pub fn timeout(inner: anytype, duration_ns: u64) Timeout(@TypeOf(inner)) {
     return .{ .inner = inner, .timer = sleep(duration_ns) };
+}
+
+test "a sleep whose deadline has passed is ready at its first poll, with no timer driver" {
+    // Outside a runtime: registering would panic, so ready here proves no timer was armed (it
+    // used to register and wait for the next 1 ms tick: io_sleep d=0 took a tick per batch).
+    var zero = sleep(0);
+    try std.testing.expect(future.pollOnce(&zero) == .ready);
+    var past = sleepUntil(clock.nowNs() -| std.time.ns_per_ms);
+    try std.testing.expect(future.pollOnce(&past) == .ready);
+    try std.testing.expect(zero.state == .done and past.state == .done);
 }
