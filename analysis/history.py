@@ -48,8 +48,12 @@ def run_label(run_id: str, started: Any, commit: Any, dirty: Any) -> str:
 
 
 def _complete_runs(data_dir: str | os.PathLike[str] | None, profile: str | None,
-                   left_out: list[dict[str, str]]) -> pd.DataFrame:
+                   left_out: list[dict[str, str]], hostname: str | None = None) -> pd.DataFrame:
     history = run_history(data_dir, validate=False)
+    if hostname is not None:  # another machine's times are not a regression (the machines page compares them)
+        for r in history[history["host"] != hostname].itertuples():
+            left_out.append({"run_id": r.run_id, "reason": f"another machine (host {r.host}): see the machines page"})
+        history = history[history["host"] == hostname]
     for r in history[history["status"] != "complete"].itertuples():
         left_out.append({"run_id": r.run_id, "reason": f"not complete ({r.status})"})
     complete = history[history["status"] == "complete"]
@@ -62,15 +66,15 @@ def _complete_runs(data_dir: str | os.PathLike[str] | None, profile: str | None,
 
 def history_data(data_dir: str | os.PathLike[str] | None, baseline: str, candidate: str, tie_band: float,
                  confidence: float, profile: str | None = None, limit: int = 20,
-                 report_dir: str | Path | None = None) -> History:
+                 report_dir: str | Path | None = None, hostname: str | None = None) -> History:
     """Compare every complete run (of `profile`, newest `limit`) and diff consecutive runs.
 
     Runs of another profile are left out: their sizes differ, so their times are not
     comparable. `report_dir`: where each run's comparison is cached (artefact.py); without it
-    every run is compared here.
+    every run is compared here. `hostname`: only runs of that host (run.json `hostname`).
     """
     left_out: list[dict[str, str]] = []
-    complete = _complete_runs(data_dir, profile, left_out)
+    complete = _complete_runs(data_dir, profile, left_out, hostname)
     for r in complete.iloc[:-limit].itertuples() if len(complete) > limit else ():
         left_out.append({"run_id": r.run_id, "reason": f"older than the newest {limit} complete runs"})
     complete = complete.iloc[-limit:]

@@ -35,6 +35,8 @@ DESCRIPTIONS = {
           "forest plot per runtime against Tokio, and the price of straight-line code (ampere.io ÷ ampere).",
     "scaling": "The worker sweep: ns/op and CPU ns/op against worker threads for both runtimes, the ratio with "
                "its interval at each count, and how each benchmark scales.",
+    "machines": "Every machine of the data folder side by side (host, CPU model, logical cores): each benchmark's "
+                "ns/op and ratio with intervals per machine and worker count, and every machine's worker sweep.",
     "history": "Every complete run of the same profile: each benchmark's ratio over time and regressions "
                "between consecutive runs.",
 }

@@ -1,7 +1,7 @@
 """`python -m analysis report`: execute the notebooks for one run and render them to HTML.
 
     python -m analysis report [RUN] [--data-dir D] [--out-dir reports]
-                              [--notebooks overview,distributions,echo,net,io,scaling,history]
+                              [--notebooks overview,distributions,echo,net,io,scaling,machines,history]
 
 Steps
 1. Load and validate the run (`latest` by default) with the analysis loader, and check the
@@ -67,7 +67,7 @@ from .options import positive_float
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_DIR = REPO_ROOT / "notebooks"
-NOTEBOOKS: tuple[str, ...] = ("overview", "distributions", "echo", "net", "io", "scaling", "history")
+NOTEBOOKS: tuple[str, ...] = ("overview", "distributions", "echo", "net", "io", "scaling", "machines", "history")
 KERNEL_NAME = "ampere-lab"
 KERNEL_DISPLAY_NAME = "Ampere lab (.venv)"
 #: Longest a single notebook cell may run before the report gives up (a hang is a failure).

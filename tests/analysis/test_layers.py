@@ -30,11 +30,11 @@ LAYERS: dict[str, list[str]] = {
     "statistics": ["stats", "ranks"],
     "comparison": ["benchmarks"],
     "diagnostics": ["diagnostics"],
-    "results": ["summary", "compare", "artefact", "history", "net", "iosuite"],
+    "results": ["summary", "compare", "artefact", "history", "net", "iosuite", "machines"],
     "presentation": ["fmt", "document", "render", "tables", "words", "figures", "figures.style", "figures.overview",
-                     "figures.distributions", "figures.echo", "figures.net", "figures.io", "figures.scaling", "figures.history",
-                     "notebook", "index_page"],
-    "commands": ["options", "build", "child", "bench", "report", "cli", "__main__"],
+                     "figures.distributions", "figures.echo", "figures.net", "figures.io", "figures.scaling", "figures.history", "figures.machines",
+                     "machines_view", "notebook", "index_page"],
+    "commands": ["options", "build", "child", "bench", "bundle", "report", "cli", "__main__"],
 }
 ORDER = [name for names in LAYERS.values() for name in names]
 

@@ -247,6 +247,7 @@ def test_real_notebooks_on_a_one_runtime_run_without_echo(tokio_only_run, tmp_pa
     assert "No echo suite in this run" in pages["echo"]
     assert "Only one complete run" in pages["history"]
     assert "No worker sweep in this run" in pages["scaling"]
+    assert "No machine: no complete run" in pages["machines"] and "no ampere data" in pages["machines"]
     assert "No net suite in this run" in pages["net"] and "has no net rows (its suites: micro)" in pages["net"]
     assert 'src="data:image/png;base64,' not in pages["net"]
     assert "No runtime metrics in this run" in pages["scaling"]
