@@ -63,8 +63,10 @@ context: arch.Context = undefined,
 caller: ?*arch.Context = null,
 /// While running: the context of the poll that resumed it (the task's waker).
 cx: ?*future.Context = null,
-/// Owned from creation until the fiber finished or was killed (then the task releases it).
-stack: Stack,
+/// Attached just before the first resume (`attachStack`; the task reserved it at creation)
+/// and owned until the fiber finished or was killed (then the task releases it). Null while
+/// the fiber is fresh and waiting in a run queue: a queued fiber holds no stack.
+stack: ?Stack = null,
 status: Status = .fresh,
 /// The future the fiber is suspended on, for `kill`.
 waiting: ?Wait = null,
@@ -86,12 +88,15 @@ const Wait = struct {
 /// (see "Thread-locals").
 threadlocal var running: ?*Fiber = null;
 
-pub fn init(stack: Stack, body: *const fn (fiber: *Fiber) void) Fiber {
-    return .{
-        .context = arch.initial(stack.top(), &main),
-        .stack = stack,
-        .body = body,
-    };
+pub fn init(body: *const fn (fiber: *Fiber) void) Fiber {
+    return .{ .body = body };
+}
+
+/// Gives a fresh fiber the stack it will run on (before its first `resumeOnce`).
+pub fn attachStack(self: *Fiber, stack: Stack) void {
+    assert(self.status == .fresh and self.stack == null);
+    self.stack = stack;
+    self.context = arch.initial(stack.top(), &main);
 }
 
 /// The fiber running on the calling thread, or null on a plain thread (or a state-machine
@@ -106,6 +111,7 @@ pub noinline fn current() ?*Fiber {
 /// until this returns.
 pub fn resumeOnce(self: *Fiber, cx: *future.Context) void {
     assert(self.status == .fresh or self.status == .suspended);
+    assert(self.stack != null);
     var caller_context: arch.Context = undefined;
     self.caller = &caller_context;
     self.cx = cx;
@@ -113,7 +119,7 @@ pub fn resumeOnce(self: *Fiber, cx: *future.Context) void {
     const saved_fiber = running;
     const saved_stack = overflow.running;
     running = self;
-    overflow.running = self.stack;
+    overflow.running = self.stack.?;
     if (arch.tsan_enabled) {
         if (self.tsan_fiber == null) self.tsan_fiber = arch.tsanCreate();
         self.tsan_caller = arch.tsanCurrent();

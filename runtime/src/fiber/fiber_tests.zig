@@ -260,7 +260,7 @@ test "a fiber touches only the stack pages it uses" {
     defer rt.deinit();
     const Probe = struct {
         fn run() usize {
-            return fiber.current().?.stack.residentBytes();
+            return fiber.current().?.stack.?.residentBytes();
         }
     };
     const resident = try rt.blockOn(try rt.spawnFiber(Probe.run, .{}));
@@ -279,4 +279,34 @@ test "stack overflow in a fiber ends the process with a message naming it" {
     errdefer std.debug.print("term {any}, stderr:\n{s}\n", .{ result.term, result.stderr });
     try testing.expectEqual(std.process.Child.Term{ .signal = .ABRT }, result.term);
     try testing.expect(std.mem.indexOf(u8, result.stderr, fiber.overflow.message) != null);
+}
+
+fn stackTop() usize {
+    return fiber.current().?.stack.?.top();
+}
+
+fn spawnShortFibers(count: usize, tops: []usize) !void {
+    const rt = Runtime.current().?;
+    const handles = try testing.allocator.alloc(ampere.JoinHandle(usize), count);
+    defer testing.allocator.free(handles);
+    for (handles) |*h| h.* = try rt.spawnFiber(stackTop, .{});
+    for (handles, tops) |h, *top| top.* = try fiber.await(h);
+}
+
+test "queued fibers hold no stack: 1,000 short fibers run on a few warm stacks" {
+    // One worker: the spawner queues 1,000 fibers, then awaits; each runs to the end before the
+    // next starts. A stack taken at spawn time (the old design) gave each its own: 1,000
+    // distinct stacks, each a cold cache and TLB miss. Taken at the first run, LIFO, the
+    // same stack comes back every time.
+    const rt = try newRuntime(1);
+    defer rt.deinit();
+    const count = 1_000;
+    const tops = try testing.allocator.alloc(usize, count);
+    defer testing.allocator.free(tops);
+    try rt.blockOn(try rt.spawnFiber(spawnShortFibers, .{ count, tops }));
+    std.mem.sort(usize, tops, {}, std.sort.asc(usize));
+    var distinct: usize = 1;
+    for (tops[1..], tops[0 .. count - 1]) |a, b| distinct += @intFromBool(a != b);
+    try testing.expect(distinct <= 2);
+    try testing.expectEqual(@as(usize, 0), rt.fibers.stacks.inUse());
 }

@@ -2,10 +2,12 @@
 //!
 //! One allocation per fiber, from the runtime's allocator: the `Task` (header, fiber, the
 //! start function) followed by the start function's arguments (`context`, copied in) and its
-//! result. The stack comes from the runtime's stack pool (`Stack.Pool`) when the task is
+//! result. The stack is reserved in the runtime's stack pool (`Stack.Pool`) when the task is
 //! created — a fiber that cannot get a stack is never spawned, so the spawner learns of it
-//! (`OutOfMemory`; std.Io's `concurrent` reports `ConcurrencyUnavailable`) — and goes back
-//! to the pool as soon as the fiber finishes or is killed, before anyone awaits the result.
+//! (`OutOfMemory`; std.Io's `concurrent` reports `ConcurrencyUnavailable`) — taken when the
+//! fiber first runs (a queued fiber holds none, and short fibers run one after another on the
+//! same warm stack), and goes back to the pool as soon as the fiber finishes or is killed,
+//! before anyone awaits the result.
 //! The allocation itself lives on until its last reference goes (the scheduler's rules).
 //!
 //! | Header.VTable | what a fiber task does |
@@ -89,11 +91,11 @@ pub const Task = struct {
         const len = @max(result_offset + result_len, @sizeOf(Task));
         const memory = allocator.rawAlloc(len, alignment, @returnAddress()) orelse return error.OutOfMemory;
         errdefer allocator.rawFree(memory[0..len], alignment, @returnAddress());
-        const stack = try fibers.stacks.acquire();
+        try fibers.stacks.reserve();
         const self: *Task = @ptrCast(@alignCast(memory));
         self.* = .{
             .header = Header.init(vtable, scheduler, id),
-            .fiber = Fiber.init(stack, body),
+            .fiber = Fiber.init(body),
             .allocator = allocator,
             .fibers = fibers,
             .start = start,
@@ -130,13 +132,13 @@ pub const Task = struct {
         }
     }
 
-    /// The fiber is done (finished or killed): give its stack back, then tell the creating
-    /// layer.
+    /// The fiber is done (finished or killed): give its stack back (or its reservation, if it
+    /// never ran), then tell the creating layer.
     fn releaseStack(self: *Task) void {
         assert(!self.stack_released);
         self.fiber.retire();
         self.stack_released = true;
-        self.fibers.stacks.release(self.fiber.stack);
+        if (self.fiber.stack) |stack| self.fibers.stacks.release(stack) else self.fibers.stacks.unreserve();
         if (self.on_done) |on_done| on_done(self);
     }
 
@@ -147,6 +149,7 @@ pub const Task = struct {
         const waker = header.borrowedWaker();
         var cx = future.Context.init(&waker);
         overflow.ensureAltStack(&self.fibers.alt_stacks);
+        if (self.fiber.stack == null) self.fiber.attachStack(self.fibers.stacks.takeReserved());
         self.fiber.resumeOnce(&cx);
         if (self.fiber.status != .finished) return false;
         self.releaseStack();
