@@ -111,6 +111,11 @@ metrics: Metrics.Counters = .{},
 /// A notification was deferred (`scheduleLocal`) and is published in `Remote.deferred`; the
 /// next loop iteration (the poll returned) withdraws it.
 deferred_published: bool = false,
+/// Holds the drivers' watch (`Shared.driver_watch`, "Liveness"); the `leaves` count at its last
+/// wake-up; whether that wake-up was the watch's timeout (no spin before the next one).
+watching: bool = false,
+watch_seen_leaves: u64 = 0,
+watch_timed_out: bool = false,
 
 /// The worker whose thread this is (null on every other thread).
 threadlocal var current_worker: ?*Worker = null;
@@ -409,7 +414,8 @@ fn parkOnce(self: *Worker) bool {
     const driver = &self.shared.driver;
     hook.reachedBy(.worker_before_owner_claim, self);
     if (driver.owner.cmpxchgStrong(Driver.no_owner, self.index, .seq_cst, .seq_cst) == null) {
-        defer driver.owner.store(Driver.no_owner, .seq_cst);
+        defer self.shared.leaveOwnership();
+        self.stopWatching(); // The owner attends the drivers itself.
         // Events already queued come first: their tasks run without any sleep or spin.
         if (self.parker().pollIo()) return true;
         // A deferred notification whose worker is still in the same poll is issued now.
@@ -427,10 +433,59 @@ fn parkOnce(self: *Worker) bool {
         if (!woken) self.parker().parkIo(if (timeout_ns) |ns| ns - spin_ns else null);
         return true;
     }
+    if (self.watching or self.claimWatch()) return self.watchOnce();
     const spin_ns = self.claimSpin();
     const woken = spin_ns > 0 and self.spin.spin(self.parker(), spin_ns, self.recorder());
     self.releaseSpin();
     if (!woken) self.parker().park();
+    return false;
+}
+
+fn claimWatch(self: *Worker) bool {
+    if (!self.shared.claimWatch(self.index)) return false;
+    self.watching = true;
+    self.watch_timed_out = false;
+    self.watch_seen_leaves = self.shared.driver_watch.leaves.load(.seq_cst);
+    return true;
+}
+
+fn stopWatching(self: *Worker) void {
+    if (!self.watching) return;
+    self.shared.releaseWatch(self.index);
+    self.watching = false;
+    self.watch_timed_out = false;
+}
+
+/// The watcher's park (see "Liveness" in Shared.zig): sleeps at most `watch_bound_ns`, so that
+/// drivers an owner left are taken over (the caller parks again through the owner claim).
+/// Gives the watch up when notified, or after a whole bound in which no owner left (then it
+/// sleeps like any other worker). Returns false, like a non-owner park.
+fn watchOnce(self: *Worker) bool {
+    const shared = self.shared;
+    assert(self.watching);
+    // Spin only before the first timed sleep: a watch that times out every bound must not
+    // spin every bound.
+    const spin_ns = if (self.watch_timed_out) 0 else self.claimSpin();
+    const spun = spin_ns > 0 and self.spin.spin(self.parker(), spin_ns, self.recorder());
+    self.releaseSpin();
+    if (spun or self.parker().parkTimeout(Shared.watch_bound_ns)) {
+        self.stopWatching(); // Notified: off to work.
+        return false;
+    }
+    self.watch_timed_out = true;
+    const leaves = shared.driver_watch.leaves.load(.seq_cst);
+    const active = leaves != self.watch_seen_leaves;
+    self.watch_seen_leaves = leaves;
+    if (active or shared.driver.owner.load(.seq_cst) == Driver.no_owner or !shared.driversBusy()) {
+        if (!shared.driversBusy()) self.stopWatching();
+        return false; // The caller parks again: owner claim first, then the watch.
+    }
+    // A whole bound without a leave: give the watch up, then look once more (store-then-load
+    // against a leaving owner's store-then-load).
+    self.stopWatching();
+    if (shared.driver_watch.leaves.load(.seq_cst) != leaves) return false;
+    if (shared.driver.owner.load(.seq_cst) == Driver.no_owner) return false;
+    self.parker().park();
     return false;
 }
 
