@@ -52,9 +52,9 @@
 //!   and becomes the owner or the watcher.
 //!
 //! A parking worker claims the watch when something is registered or armed and nobody holds
-//! it. The watcher gives it up when notified, when it becomes the owner, or after a whole bound
-//! in which no owner left (`driver_watch.leaves`, bumped by every owner that stops owning):
-//! an idle runtime stops waking after 1 ms. Giving up is store-then-load (`watcher = none`,
+//! it. The watcher gives it up when notified, when it becomes the owner, or after
+//! `watch_quiet_max` (8) bounds in a row in which no owner left (`driver_watch.leaves`, bumped
+//! by every owner that stops owning): an idle runtime stops waking after ~8 ms. Giving up is store-then-load (`watcher = none`,
 //! then `leaves` and `owner`) against the leaving owner's store-then-load (`owner = none`,
 //! `leaves + 1`, then `watcher`), all seq_cst: either the owner sees no watcher and wakes a
 //! sleeper, or the watcher sees the leave and keeps watching. Nothing registered, nothing
@@ -132,6 +132,10 @@ pub const Watch = struct {
 
 /// The longest a watcher sleeps (see "Liveness").
 pub const watch_bound_ns: u64 = 1 * std.time.ns_per_ms;
+/// A watcher gives the watch up after this many bounds in a row without a leave: an idle
+/// runtime stops its watcher's wake-ups after ~8 ms, and a workload whose events come every
+/// few milliseconds (a 1 ms timer, under ThreadSanitizer too) keeps it.
+pub const watch_quiet_max: u32 = 8;
 
 /// The drivers' watcher (see "Liveness"). Its own line: every leaving owner writes `leaves`.
 pub const DriverWatch = struct {

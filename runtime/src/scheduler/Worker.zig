@@ -116,6 +116,8 @@ deferred_published: bool = false,
 watching: bool = false,
 watch_seen_leaves: u64 = 0,
 watch_timed_out: bool = false,
+/// Consecutive watch timeouts in which no owner left.
+watch_quiet: u32 = 0,
 
 /// The worker whose thread this is (null on every other thread).
 threadlocal var current_worker: ?*Worker = null;
@@ -445,6 +447,7 @@ fn claimWatch(self: *Worker) bool {
     if (!self.shared.claimWatch(self.index)) return false;
     self.watching = true;
     self.watch_timed_out = false;
+    self.watch_quiet = 0;
     self.watch_seen_leaves = self.shared.driver_watch.leaves.load(.seq_cst);
     return true;
 }
@@ -458,8 +461,8 @@ fn stopWatching(self: *Worker) void {
 
 /// The watcher's park (see "Liveness" in Shared.zig): sleeps at most `watch_bound_ns`, so that
 /// drivers an owner left are taken over (the caller parks again through the owner claim).
-/// Gives the watch up when notified, or after a whole bound in which no owner left (then it
-/// sleeps like any other worker). Returns false, like a non-owner park.
+/// Gives the watch up when notified, or after `watch_quiet_max` bounds in which no owner left
+/// (then it sleeps like any other worker). Returns false, like a non-owner park.
 fn watchOnce(self: *Worker) bool {
     const shared = self.shared;
     assert(self.watching);
@@ -474,14 +477,17 @@ fn watchOnce(self: *Worker) bool {
     }
     self.watch_timed_out = true;
     const leaves = shared.driver_watch.leaves.load(.seq_cst);
-    const active = leaves != self.watch_seen_leaves;
+    self.watch_quiet = if (leaves == self.watch_seen_leaves) self.watch_quiet + 1 else 0;
     self.watch_seen_leaves = leaves;
-    if (active or shared.driver.owner.load(.seq_cst) == Driver.no_owner or !shared.driversBusy()) {
-        if (!shared.driversBusy()) self.stopWatching();
+    if (!shared.driversBusy()) {
+        self.stopWatching();
+        return false;
+    }
+    if (self.watch_quiet < Shared.watch_quiet_max or shared.driver.owner.load(.seq_cst) == Driver.no_owner) {
         return false; // The caller parks again: owner claim first, then the watch.
     }
-    // A whole bound without a leave: give the watch up, then look once more (store-then-load
-    // against a leaving owner's store-then-load).
+    // `watch_quiet_max` bounds without a leave: give the watch up, then look once more
+    // (store-then-load against a leaving owner's store-then-load).
     self.stopWatching();
     if (shared.driver_watch.leaves.load(.seq_cst) != leaves) return false;
     if (shared.driver.owner.load(.seq_cst) == Driver.no_owner) return false;
