@@ -38,7 +38,7 @@ FORMAT = 1
 #: The modules whose code decides the numbers in the file (a change invalidates it).
 SOURCES = ("stats", "ranks", "benchmarks", "diagnostics", "summary", "compare", "schema", "load", "bench_csv",
            "fairness", "artefact")
-FRAMES = ("benchmarks", "runtimes", "invocations", "echo", "diagnostics")
+FRAMES = ("benchmarks", "runtimes", "invocations", "echo", "diagnostics", "modes")
 
 
 @dataclass

@@ -17,10 +17,26 @@ avg / min / p75 / p99 / max per batch. Per pair: the ratio baseline / candidate 
 and of CPU time with intervals and verdicts, the rank-based cross-checks, the ratio of the p99s
 of ns/op (no interval), allocation ratios and, for echo, the avg and p99 ratios. p-values are adjusted across the benchmarks of
 the comparison (Benjamini-Hochberg q-values). See stats.py and ranks.py for the methods.
+
+Paired rounds (Settings.paired, the default of `compare`): invocation k of every runtime of a run
+belongs to round k (the orchestrator runs every runtime once per round), so the wall and CPU
+ratios and their intervals come from the per-round log ratios of the invocation medians
+(stats.paired_ratio_ci) over the rounds both sides have; a round that lacks a side is dropped
+(`rounds_dropped`, named in `verdict_reason`). The unpaired Welch interval stays beside it
+(`unpaired_*` columns) during the transition. With fewer than 2 complete rounds, and in `diff`
+(two runs: their invocations are not rounds), the unpaired interval is the ratio's.
+
+Modes (modes.py): per side, whether the invocation medians and the iterations (relative to their
+invocation) are multimodal, and a warm-up step change (`multimodal_invocations`,
+`multimodal_iterations`, `step_shift`, `step_pvalue`, `step_change` in `runtimes`); a row where
+either side is multimodal gets a `modes` sentence ("ampere wins in both modes (invocations)",
+"mixed: ...") in `benchmarks`, and every mode is a row of the fourth frame `modes`
+(MODE_COLUMNS: benchmark, runtime, level, mode, share with its interval, median).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -29,6 +45,7 @@ import numpy as np
 import pandas as pd
 import scipy.stats as st
 
+from . import modes as modes_
 from . import ranks, schema, stats
 
 KEY: tuple[str, ...] = schema.BENCH_KEY
@@ -45,6 +62,7 @@ RUNTIME_COLUMNS = IDENT_COLUMNS + [
     "var_between", "var_within", "share_between", "invocation_f_pvalue",
     "cpu_ns_per_op", "cpu_ci_low", "cpu_ci_high", "cores_busy",
     "bytes_per_op", "allocs_per_op", "alloc_varies", "invocation_medians",
+    "multimodal_invocations", "multimodal_iterations", "step_shift", "step_pvalue", "step_change",
 ] + ECHO_FIELDS
 SIDE_FIELDS = ["n", "n_invocations", "median_ns_per_op", "ci_low", "ci_high", "ci_widest", "rcv", "share_between",
                *P99_FIELDS,
@@ -52,9 +70,11 @@ SIDE_FIELDS = ["n", "n_invocations", "median_ns_per_op", "ci_low", "ci_high", "c
                "bytes_per_op", "allocs_per_op", "alloc_varies"] + [f for f in ECHO_FIELDS if f != "p99_ns_ci_widest"]
 PAIR_COLUMNS = [
     "ratio", "ratio_ci_low", "ratio_ci_high", "log_ratio", "log_ratio_ci_low", "log_ratio_ci_high", "log_ratio_se",
-    "ratio_method", "hl_ratio", "hl_ci_low", "hl_ci_high", "p_value", "q_value", "cliffs_delta",
+    "ratio_method", "paired_rounds", "rounds_dropped", "unpaired_ratio", "unpaired_ratio_ci_low",
+    "unpaired_ratio_ci_high", "unpaired_verdict", "hl_ratio", "hl_ci_low", "hl_ci_high", "p_value", "q_value", "cliffs_delta",
     "verdict", "verdict_reason",
     "cpu_ratio", "cpu_ratio_ci_low", "cpu_ratio_ci_high", "cpu_log_ratio_se", "cpu_verdict", "cpu_verdict_reason",
+    "cpu_unpaired_ratio_ci_low", "cpu_unpaired_ratio_ci_high", "cpu_unpaired_verdict", "modes",
     "p99_per_op_ratio", "bytes_ratio", "allocs_ratio", "avg_ratio", "avg_ratio_ci_low", "avg_ratio_ci_high", "p99_ratio",
 ]
 BENCHMARK_COLUMNS = (IDENT_COLUMNS + ["compared", "headline", "like_for_like", "semantics_note"]
@@ -63,6 +83,8 @@ BENCHMARK_COLUMNS = (IDENT_COLUMNS + ["compared", "headline", "like_for_like", "
 INVOCATION_COLUMNS = IDENT_COLUMNS + ["runtime", "invocation", "n", "median_ns_per_op", "mean_ns_per_op",
                                       "min_ns_per_op", "max_ns_per_op", "median_cpu_ns_per_op",
                                       "kendall_tau", "kendall_pvalue", "kendall_qvalue", "first_is_outlier"]
+MODE_COLUMNS = IDENT_COLUMNS + ["runtime", "level", "multimodal", "dip_pvalue", "mode", "n", "share", "share_ci_low",
+                                "share_ci_high", "median_ns_per_op"]
 VERDICTS = ("win", "loss", "tie", "inconclusive")
 #: A first iteration is flagged when it lies outside the range of the other iterations and
 #: further from their median than OUTLIER_MADS robust SDs (normal-consistent MAD) and than
@@ -77,6 +99,8 @@ class Settings:
 
     tie_band: float = stats.DEFAULT_TIE_BAND
     confidence: float = stats.DEFAULT_CONFIDENCE
+    #: ratios from paired rounds (one run) or unpaired (two runs: `diff`)
+    paired: bool = True
 
 
 #: benchmark name -> (like for like, the semantic difference that remains; "" when none).
@@ -104,6 +128,12 @@ def _sample(rows: pd.DataFrame, column: str) -> list[np.ndarray]:
     return [g[column].to_numpy(dtype=np.float64) for _, g in ordered.groupby("invocation", sort=True)]
 
 
+def _by_round(rows: pd.DataFrame, column: str) -> dict[int, np.ndarray]:
+    """Values of `column` per invocation (= round), keyed by the invocation number."""
+    ordered = rows.sort_values(["invocation", "iteration"])
+    return {int(k): g[column].to_numpy(dtype=np.float64) for k, g in ordered.groupby("invocation", sort=True)}
+
+
 def _recorded(values: np.ndarray) -> bool:
     return values.size > 0 and bool(np.isfinite(values).all())
 
@@ -119,6 +149,10 @@ class Side:
     cpu: stats.Centre | None
     avg: stats.Centre | None
     values: np.ndarray
+    #: invocation (round) -> ns/op of its iterations; the same for CPU ns/op (None: not recorded)
+    wall_rounds: dict[int, np.ndarray]
+    cpu_rounds: dict[int, np.ndarray] | None
+    modes: dict[str, modes_.Modes]
 
 
 def describe_side(rows: pd.DataFrame, confidence: float) -> Side:
@@ -143,13 +177,19 @@ def describe_side(rows: pd.DataFrame, confidence: float) -> Side:
         "invocation_medians": [float(np.median(a)) for a in sample],
     }
     cpu = _describe_cpu(rows, confidence, record)
+    cpu_rounds = _by_round(rows.assign(cpu_per_op=rows["cpu_ns"] / rows["ops"]), "cpu_per_op") if cpu else None
     record.update(dict.fromkeys(ECHO_FIELDS, math.nan))
     avg = None
     if (rows["suite"] == "echo").all():
         batches = _sample(rows, "elapsed_ns")
         avg = stats.mean_centre(batches, confidence)
         record.update(describe_batches(stats.pooled(batches), avg, confidence))
-    return Side(record, wall, cpu, avg, values)
+    levels = modes_.side_modes(sample)
+    step = modes_.step_change(sample)
+    record.update(multimodal_invocations=levels["invocations"].multimodal,
+                  multimodal_iterations=levels["iterations"].multimodal,
+                  step_shift=step.shift, step_pvalue=step.pvalue, step_change=step.flagged)
+    return Side(record, wall, cpu, avg, values, _by_round(rows, "ns_per_op"), cpu_rounds, levels)
 
 
 def describe_p99(values: np.ndarray, confidence: float) -> dict[str, Any]:
@@ -235,21 +275,77 @@ def verdict_reason(verdict: str, rci: stats.RatioCI, tie_band: float) -> str:
     }[verdict]
 
 
+@dataclass(frozen=True)
+class Rounds:
+    """The rounds two sides share and how many rounds only one side has."""
+
+    shared: list[int]
+    dropped: int
+
+
+def shared_rounds(base: dict[int, np.ndarray], cand: dict[int, np.ndarray]) -> Rounds:
+    """Rounds (invocation numbers) both sides have, in order; the others are dropped."""
+    shared = sorted(set(base) & set(cand))
+    return Rounds(shared, len(set(base) ^ set(cand)))
+
+
+def paired_ratio(base: dict[int, np.ndarray], cand: dict[int, np.ndarray], rounds: Rounds,
+                 confidence: float) -> stats.RatioCI:
+    """stats.paired_ratio_ci of the invocation medians over the shared rounds, its SE floored by
+    the spread within those invocations."""
+    b = [base[k] for k in rounds.shared]
+    c = [cand[k] for k in rounds.shared]
+    within = math.hypot(stats.within_log_se(b), stats.within_log_se(c))
+    return stats.paired_ratio_ci(np.array([np.median(a) for a in b]), np.array([np.median(a) for a in c]),
+                                 confidence, within)
+
+
+def chosen_ratio(unpaired: stats.RatioCI, base_rounds: dict[int, np.ndarray] | None,
+                 cand_rounds: dict[int, np.ndarray] | None, settings: Settings) -> tuple[stats.RatioCI, Rounds]:
+    """The ratio a verdict uses: paired over the shared rounds when settings.paired and at least 2
+    rounds are shared, else the unpaired one (its method says why)."""
+    if not settings.paired or base_rounds is None or cand_rounds is None:
+        return unpaired, Rounds([], 0)
+    rounds = shared_rounds(base_rounds, cand_rounds)
+    if len(rounds.shared) < 2:
+        why = f"unpaired: {len(rounds.shared)} complete round(s)"
+        return dataclasses.replace(unpaired, method=f"{unpaired.method} ({why})"), rounds
+    paired = paired_ratio(base_rounds, cand_rounds, rounds, settings.confidence)
+    if not math.isfinite(paired.log_se):  # the unpaired interval (or its reason, which names the side)
+        if math.isfinite(unpaired.log_se):
+            return dataclasses.replace(unpaired, method=f"{unpaired.method} (unpaired: {paired.method})"), rounds
+        return unpaired, rounds
+    if rounds.dropped:
+        paired = dataclasses.replace(paired, method=f"{paired.method}; {rounds.dropped} round(s) with one side only "
+                                                    "dropped")
+    return paired, rounds
+
+
 def compare_sides(base: Side, cand: Side, names: tuple[str, str], settings: Settings) -> dict[str, Any]:
     """Pairwise statistics of one benchmark (p-values are adjusted later, across benchmarks)."""
     band, conf = settings.tie_band, settings.confidence
-    rci = stats.ratio_of(base.wall, cand.wall, conf, names)
+    unpaired = stats.ratio_of(base.wall, cand.wall, conf, names)
+    rci, rounds = chosen_ratio(unpaired, base.wall_rounds, cand.wall_rounds, settings)
     verdict = stats.verdict(rci.log_low, rci.log_high, band)
     hl = ranks.hodges_lehmann(base.values, cand.values, conf)
     rank = ranks.rank_test(base.values, cand.values)
+    reason = verdict_reason(verdict, rci, band)
+    if rounds.dropped:
+        reason += f"; {rounds.dropped} round(s) with one side only dropped"
     out: dict[str, Any] = {
         "ratio": rci.ratio, "ratio_ci_low": rci.low, "ratio_ci_high": rci.high, "log_ratio": rci.log_ratio,
         "log_ratio_ci_low": rci.log_low, "log_ratio_ci_high": rci.log_high, "log_ratio_se": rci.log_se,
-        "ratio_method": rci.method, "hl_ratio": hl.ratio, "hl_ci_low": hl.low, "hl_ci_high": hl.high,
+        "ratio_method": rci.method, "paired_rounds": len(rounds.shared) if rci.method.startswith("paired") else 0,
+        "rounds_dropped": rounds.dropped, "unpaired_ratio": unpaired.ratio, "unpaired_ratio_ci_low": unpaired.low,
+        "unpaired_ratio_ci_high": unpaired.high,
+        "unpaired_verdict": stats.verdict(unpaired.log_low, unpaired.log_high, band),
+        "hl_ratio": hl.ratio, "hl_ci_low": hl.low, "hl_ci_high": hl.high,
         "p_value": rank.p_value, "cliffs_delta": rank.cliffs_delta, "verdict": verdict,
-        "verdict_reason": verdict_reason(verdict, rci, band),
+        "verdict_reason": reason,
     }
     out.update(_cpu_pair(base, cand, names, settings))
+    sentences = [modes_.mode_verdict(base.modes[level], cand.modes[level], names[1], band) for level in modes_.LEVELS]
+    out["modes"] = "; ".join(x for x in sentences if x) or None
     b, c = base.record, cand.record
     out["p99_per_op_ratio"] = _safe_ratio(b["p99_ns_per_op"], c["p99_ns_per_op"])
     out["bytes_ratio"] = _safe_ratio(b["bytes_per_op"], c["bytes_per_op"])
@@ -267,12 +363,17 @@ def _cpu_pair(base: Side, cand: Side, names: tuple[str, str], settings: Settings
         missing = " and ".join(n for n, s in zip(names, (base, cand)) if s.cpu is None)
         return {"cpu_ratio": math.nan, "cpu_ratio_ci_low": math.nan, "cpu_ratio_ci_high": math.nan,
                 "cpu_log_ratio_se": math.nan, "cpu_verdict": None,
-                "cpu_verdict_reason": f"CPU time not recorded ({missing})"}
-    cci = stats.ratio_of(base.cpu, cand.cpu, settings.confidence, names)
+                "cpu_verdict_reason": f"CPU time not recorded ({missing})",
+                "cpu_unpaired_ratio_ci_low": math.nan, "cpu_unpaired_ratio_ci_high": math.nan,
+                "cpu_unpaired_verdict": None}
+    unpaired = stats.ratio_of(base.cpu, cand.cpu, settings.confidence, names)
+    cci, _ = chosen_ratio(unpaired, base.cpu_rounds, cand.cpu_rounds, settings)
     verdict = stats.verdict(cci.log_low, cci.log_high, settings.tie_band)
     return {"cpu_ratio": cci.ratio, "cpu_ratio_ci_low": cci.low, "cpu_ratio_ci_high": cci.high,
             "cpu_log_ratio_se": cci.log_se, "cpu_verdict": verdict,
-            "cpu_verdict_reason": verdict_reason(verdict, cci, settings.tie_band)}
+            "cpu_verdict_reason": verdict_reason(verdict, cci, settings.tie_band),
+            "cpu_unpaired_ratio_ci_low": unpaired.low, "cpu_unpaired_ratio_ci_high": unpaired.high,
+            "cpu_unpaired_verdict": stats.verdict(unpaired.log_low, unpaired.log_high, settings.tie_band)}
 
 
 # -- every benchmark --------------------------------------------------------------------------
@@ -305,10 +406,18 @@ def _swept(keys: list[tuple]) -> set[tuple]:
     return {k for k, count in counts.items() if count > 1}
 
 
+def mode_records(ident: dict[str, Any], runtime: str, side: Side) -> list[dict[str, Any]]:
+    """One record per mode of each level of one side (MODE_COLUMNS)."""
+    return [{**ident, "runtime": runtime, "level": level, "multimodal": found.multimodal,
+             "dip_pvalue": found.dip_pvalue, "mode": m.name, "n": m.n, "share": m.share, "share_ci_low": m.share_low,
+             "share_ci_high": m.share_high, "median_ns_per_op": m.median}
+            for level, found in side.modes.items() for m in found.modes]
+
+
 def analyse(base_rows: pd.DataFrame, cand_rows: pd.DataFrame, names: tuple[str, str], settings: Settings,
             num_workers: int | None = None, semantics: Semantics = same_semantics
-            ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """(benchmarks, runtimes, invocations) of two row sets; `names` label the two sides.
+            ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(benchmarks, runtimes, invocations, modes) of two row sets; `names` label the two sides.
 
     `num_workers`: the headline worker count (see is_headline); `semantics`: whether each
     benchmark compares like with like (fairness table), per benchmark name.
@@ -316,7 +425,7 @@ def analyse(base_rows: pd.DataFrame, cand_rows: pd.DataFrame, names: tuple[str, 
     groups = {"baseline": _groups(base_rows), "candidate": _groups(cand_rows)}
     keys = _keys(*groups.values())
     swept = _swept(keys)
-    bench_records, side_records, inv_records = [], [], []
+    bench_records, side_records, inv_records, mode_rows = [], [], [], []
     for key in keys:
         ident = dict(zip(KEY, key))
         ident["label"] = _label(ident, key[:4] in swept)
@@ -336,6 +445,7 @@ def analyse(base_rows: pd.DataFrame, cand_rows: pd.DataFrame, names: tuple[str, 
             if side is not None:
                 side_records.append({**ident, "runtime": name, "role": role, **side.record})
                 inv_records += [{**ident, "runtime": name, **inv} for inv in describe_invocations(rows)]
+                mode_rows += mode_records(ident, name, side)
             for f in SIDE_FIELDS:
                 record[f"{role}_{f}"] = side.record[f] if side is not None else math.nan
         bench_records.append(record)
@@ -344,6 +454,7 @@ def analyse(base_rows: pd.DataFrame, cand_rows: pd.DataFrame, names: tuple[str, 
     runtimes = pd.DataFrame.from_records(side_records, columns=RUNTIME_COLUMNS)
     invocations = pd.DataFrame.from_records(inv_records, columns=INVOCATION_COLUMNS)
     invocations["kendall_qvalue"] = stats.bh_qvalues(invocations["kendall_pvalue"].to_numpy(dtype=np.float64))
-    for frame in (benchmarks, runtimes, invocations):
+    modes = pd.DataFrame.from_records(mode_rows, columns=MODE_COLUMNS)
+    for frame in (benchmarks, runtimes, invocations, modes):
         frame["workers"] = frame["workers"].astype("Int64")
-    return benchmarks, runtimes, invocations
+    return benchmarks, runtimes, invocations, modes

@@ -9,6 +9,7 @@ then diagnostics.diagnose (records of reasons not to trust a number) and summary
 - `invocations`: one row per benchmark x runtime x invocation;
 - `echo`: the echo table (one row per echo benchmark x runtime, ECHO_COLUMNS);
 - `diagnostics`: one record per diagnostic (diagnostics.DIAGNOSTIC_COLUMNS);
+- `modes`: one row per mode of each level of each side (benchmarks.MODE_COLUMNS; modes.py);
 - `summary`: a dict (summary.py).
 Every frame is tidy enough to plot directly. A comparison is computed once per run for the
 reports and cached (analysis/artefact.py).
@@ -23,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from . import fairness, schema, stats
-from .benchmarks import Settings, analyse
+from .benchmarks import MODE_COLUMNS, Settings, analyse
 from .diagnostics import diagnose
 from .errors import AnalysisError
 from .load import Run, load_run
@@ -55,14 +56,15 @@ class Comparison:
     summary: dict[str, Any]
     compared: bool
     extra: dict[str, Any] = field(default_factory=dict)
+    modes: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=MODE_COLUMNS))
 
 
-def _settings(tie_band: float, confidence: float) -> Settings:
+def _settings(tie_band: float, confidence: float, paired: bool = True) -> Settings:
     if tie_band < 0:
         raise AnalysisError(f"--tie-band must be >= 0, got {tie_band}")
     if not 0 < confidence < 1:
         raise AnalysisError(f"--confidence must be between 0 and 1, got {confidence}")
-    return Settings(tie_band=tie_band, confidence=confidence)
+    return Settings(tie_band=tie_band, confidence=confidence, paired=paired)
 
 
 def fairness_semantics(benchmark: str) -> tuple[bool, str]:
@@ -101,7 +103,7 @@ def compare(run: Run | str = "latest", baseline: str = "tokio", candidate: str =
     if compared:  # schema 3: a suite only one of the two ran (tokio's io rows against ampere) is not theirs
         shared = set(rows_b["suite"]) & set(rows_c["suite"])
         rows_b, rows_c = rows_b[rows_b["suite"].isin(shared)], rows_c[rows_c["suite"].isin(shared)]
-    benchmarks, runtimes, invocations = analyse(rows_b, rows_c, names, settings,
+    benchmarks, runtimes, invocations, modes = analyse(rows_b, rows_c, names, settings,
                                                 _num_workers(run.constants), fairness_semantics)
     if not compared:
         missing = candidate if baseline in present else baseline
@@ -111,7 +113,7 @@ def compare(run: Run | str = "latest", baseline: str = "tokio", candidate: str =
     return Comparison(run_id=run.run_id, baseline=baseline, candidate=candidate, tie_band=tie_band,
                       confidence=confidence, benchmarks=benchmarks, runtimes=runtimes, invocations=invocations,
                       echo=echo_table(benchmarks, runtimes), diagnostics=diagnostics,
-                      summary=summarize(benchmarks, names, confidence, compared), compared=compared)
+                      summary=summarize(benchmarks, names, confidence, compared), compared=compared, modes=modes)
 
 
 def implied_workers(rows: pd.DataFrame, num_workers: int | None) -> pd.DataFrame:
@@ -140,13 +142,13 @@ def diff_runs(a: Run | str, b: Run | str, runtime: str = "ampere", tie_band: flo
     for run in (run_a, run_b):
         if runtime not in run.runtimes:
             raise AnalysisError(f"run {run.run_id} has no {runtime} data (runtimes: {', '.join(run.runtimes)})")
-    settings = _settings(tie_band, confidence)
+    settings = _settings(tie_band, confidence, paired=False)  # two runs: invocation k of each is no round
     names = ("A", "B")
     rows_a, rows_b = run_a.rows(runtime), run_b.rows(runtime)
     if rows_a["workers"].isna().all() != rows_b["workers"].isna().all():  # schema 1 against schema 2
         rows_a = implied_workers(rows_a, _num_workers(run_a.constants))
         rows_b = implied_workers(rows_b, _num_workers(run_b.constants))
-    benchmarks, runtimes, invocations = analyse(rows_a, rows_b, names, settings, _num_workers(run_b.constants))
+    benchmarks, runtimes, invocations, modes = analyse(rows_a, rows_b, names, settings, _num_workers(run_b.constants))
     benchmarks["regressed"] = benchmarks["verdict"] == "loss"
     diagnostics = diagnose(benchmarks, runtimes, invocations, {"A": rows_a, "B": rows_b},
                            {"A": run_a.meta.get(runtime), "B": run_b.meta.get(runtime)}, run_b.constants, True)
@@ -154,7 +156,7 @@ def diff_runs(a: Run | str, b: Run | str, runtime: str = "ampere", tie_band: flo
                       confidence=confidence, benchmarks=benchmarks, runtimes=runtimes, invocations=invocations,
                       echo=echo_table(benchmarks, runtimes), diagnostics=diagnostics,
                       summary=summarize(benchmarks, names, confidence, True), compared=True,
-                      extra={"runtime": runtime, "run_a": run_a.run_id, "run_b": run_b.run_id})
+                      extra={"runtime": runtime, "run_a": run_a.run_id, "run_b": run_b.run_id}, modes=modes)
 
 
 def echo_table(benchmarks: pd.DataFrame, runtimes: pd.DataFrame) -> pd.DataFrame:

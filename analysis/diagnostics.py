@@ -12,6 +12,12 @@ the CLI, the JSON document and the notebooks all show these records. Each check 
   Benjamini-Hochberg q < 0.05 across all invocations compared (a trend: warm-up or thermal
   drift left in the samples), or a first iteration outside the range of the rest and more than
   max(OUTLIER_MADS robust SDs, OUTLIER_RELATIVE x median) away from their median;
+- step_change: a level shift between the first and the second half of the iterations, the same
+  way in most invocations (modes.step_change: Wilcoxon signed-rank p < 0.01 over the invocations
+  and a median shift of at least 10%): a warm-up that the measured window still contains;
+- multimodal: a side whose invocation medians or iterations fall into modes (modes.py); the
+  row's `modes` sentence then says per mode who wins (one geometric mean describes neither);
+- rounds_dropped: rounds (invocation k) that only one side has, left out of the paired ratio;
 - machine / build_mode: the two sides' meta.json machine blocks differ, or a side's
   build_mode does not look like a release build;
 - oversubscribed: fewer logical cores than num_workers, so Tier 3-4 timings may be bimodal;
@@ -40,6 +46,28 @@ DRIFT_FDR = 0.05
 DRIFT_TAU_MIN = 0.3
 #: Share of variance between invocations above which (with F-test p < DRIFT_ALPHA) we say so.
 INVOCATION_SHARE_NOTE = 0.5
+
+
+def check_modes(benchmarks: pd.DataFrame, sides: pd.DataFrame) -> list[dict[str, Any]]:
+    """step_change and multimodal per side; rounds_dropped per row."""
+    out = []
+    for row in sides.to_dict("records"):
+        if row.get("step_change") is True:
+            out.append(_row("warning", "step_change",
+                            f"the first half of the iterations is {row['step_shift']:+.0%} off the second half "
+                            f"(Wilcoxon p {row['step_pvalue']:.1g} over the invocations): warm-up left in the "
+                            "measured window", _ident(row), row["runtime"]))
+        levels = [lv for lv in ("invocations", "iterations") if row.get(f"multimodal_{lv}") is True]
+        if levels:
+            out.append(_row("warning", "multimodal",
+                            f"multimodal {' and '.join(levels)}: the centre is a mixture, see the modes",
+                            _ident(row), row["runtime"]))
+    for row in benchmarks.to_dict("records"):
+        dropped = row.get("rounds_dropped")
+        if isinstance(dropped, (int, float)) and dropped > 0:
+            out.append(_row("info", "rounds_dropped", f"{int(dropped)} round(s) with one side only left out of "
+                            "the paired ratio", _ident(row)))
+    return out
 
 
 def _row(level: str, code: str, message: str, ident: dict[str, Any] | None = None,
@@ -218,6 +246,7 @@ def diagnose(benchmarks: pd.DataFrame, runtimes: pd.DataFrame, invocations: pd.D
     for label, frame in sources.items():
         rows += check_quantisation(label, frame)
     rows += check_drift(invocations)
+    rows += check_modes(benchmarks, runtimes)
     rows += check_info(benchmarks, runtimes, compared)
     frame = pd.DataFrame.from_records(rows, columns=DIAGNOSTIC_COLUMNS)
     frame["workers"] = frame["workers"].astype("Int64")

@@ -281,3 +281,36 @@ def regressions_table(history: History, candidate: str) -> pd.DataFrame:
                      r["verdict_reason"]])
     return pd.DataFrame(rows, columns=["Benchmark", "Earlier run", "Later run", f"{cn} earlier ÷ later [CI]",
                                        f"{cn} in the later run", "Why"])
+
+
+def paired_table(cmp: Comparison) -> pd.DataFrame:
+    """Every compared row: the paired-rounds ratio interval and verdict (the default) beside the
+    unpaired Welch one (shown during the transition), with the rounds used and dropped."""
+    rows = cmp.benchmarks[cmp.benchmarks["compared"].astype(bool)]
+    return pd.DataFrame({
+        "Benchmark": rows["label"],
+        "Ratio, paired rounds": [fmt_ratio_ci(r, lo, hi) for r, lo, hi in
+                                 zip(rows["ratio"], rows["ratio_ci_low"], rows["ratio_ci_high"])],
+        "Verdict": rows["verdict"].map(_text),
+        "Ratio, unpaired": [fmt_ratio_ci(r, lo, hi) for r, lo, hi in
+                            zip(rows["unpaired_ratio"], rows["unpaired_ratio_ci_low"], rows["unpaired_ratio_ci_high"])],
+        "Unpaired verdict": rows["unpaired_verdict"].map(_text),
+        "Rounds (dropped)": [f"{int(k)} ({int(d)})" if finite(k) and k > 0 else "unpaired"
+                             for k, d in zip(rows["paired_rounds"], rows["rounds_dropped"].fillna(0))],
+    }).reset_index(drop=True)
+
+
+def modes_table(cmp: Comparison) -> pd.DataFrame:
+    """The rows where a side is multimodal: per runtime and level each mode's share of the
+    invocations or iterations [95% interval] and its median, and the row's mode verdict."""
+    columns = ["Benchmark", "Verdict by mode", "Runtime", "Level", "Mode", "Share [95% CI]", "Median ns/op"]
+    marked = cmp.benchmarks[cmp.benchmarks["modes"].map(lambda v: isinstance(v, str))]
+    records = []
+    for row in marked.to_dict("records"):
+        mine = cmp.modes[(cmp.modes["label"] == row["label"])]
+        flagged = mine.groupby(["runtime", "level"])["multimodal"].transform("any").astype(bool)
+        for m in mine[flagged].to_dict("records"):
+            records.append([row["label"], row["modes"], schema.display_name(m["runtime"]), m["level"], m["mode"],
+                            f"{m['share']:.0%} [{m['share_ci_low']:.0%}, {m['share_ci_high']:.0%}]",
+                            fmt_ns(m["median_ns_per_op"])])
+    return pd.DataFrame.from_records(records, columns=columns)

@@ -1,102 +1,123 @@
-"""Coverage of the analysis' 95% intervals under a two-level lognormal model, by simulation.
+"""Coverage of the ratio intervals, measured by resampling rounds of a real run and on a model.
 
-    .venv/bin/python scripts/interval_coverage.py [--datasets 4000] [--invocations K] [--iterations N]
+    .venv/bin/python scripts/interval_coverage.py [--run data/supplementary/20261123T152125Z-vm]
+        [--reference data/runs/20261126T023315Z-vm] [--draws 1000] [--out docs/coverage.md]
 
-Model (what a benchmark run looks like to the analysis): for invocation i and iteration j,
-log x_ij = mu + b_i + e_ij with b_i ~ N(0, s * sigma^2) between invocations and
-e_ij ~ N(0, (1 - s) * sigma^2) within; s is the between-invocation share of the variance.
-Both runtimes are drawn from the same model with different mu, so the true ratio of medians is
-exp(mu_b - mu_c) and the true ratio of means the same (equal sigma). For each share s the
-script draws `datasets` pairs of samples and counts how often each interval contains the true
-value:
-- ratio of medians (`stats.ratio_ci`, the verdict's interval),
-- ratio of means (the echo avg ratio),
-- one side's median (the `ns/op [CI]` of the tables; true median exp(mu)),
-- one side's mean (the echo avg interval; true mean exp(mu + sigma^2 / 2)).
-Defaults: the orchestrator's default invocation count (analysis.bench.DEFAULT_INVOCATIONS
-["full"]) and the full profile's iterations (runtime/bench/constants.json). Seeded: the same
-arguments give the same table. tests/analysis/test_coverage.py runs it and requires >= 93%.
+1. Real rounds (analysis.coverage.resampled_coverage): every row (benchmark x worker count,
+   wall and CPU) of the 30-invocation run; k = 3, 5, 10, 15 rounds drawn without and with
+   replacement, `draws` times; the share of the 95% intervals of each method (coverage.METHODS)
+   that contain the whole run's value of that method.
+2. The bimodal Tier 3 rows the 30-invocation run does not have (mutex_contended,
+   semaphore_contended at 2 and 4 workers) from the reference run (10 rounds; k = 3, 5 of them).
+3. Synthetic bimodal rounds (coverage.bimodal_rounds: a rare mode 8x faster in 10% of the
+   candidate's invocations, shared drift) and the same model without the rare mode; fresh runs,
+   true values from a 200,000-round run of the model.
+Writes the tables as markdown to --out (atomically) and prints them. Seeded.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import math
+import os
 import sys
+import tempfile
 from pathlib import Path
-
-import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from analysis import bench, stats  # noqa: E402
+import numpy as np  # noqa: E402
 
-SHARES = (0.0, 0.2, 0.4, 0.6, 0.8)
-SIGMA = 0.1
-SEED = 20261123
-INTERVALS = ("ratio of medians", "ratio of means", "median", "mean")
+from analysis import coverage, load_run  # noqa: E402
 
-
-def default_invocations() -> int:
-    return int(bench.DEFAULT_INVOCATIONS["full"])
+COUNTS = (3, 5, 10, 15)
+SEED = 20261126
+CONTENDED = ("mutex_contended", "semaphore_contended")
+PARTS = ("real", "reference", "model")
 
 
-def default_iterations() -> int:
-    constants = json.loads((ROOT / "runtime" / "bench" / "constants.json").read_text(encoding="utf-8"))
-    return int(constants["profiles"]["full"]["iterations"])
+def row_rounds(run, baseline: str, candidate: str, benchmarks: tuple[str, ...] | None = None):
+    """{(label, 'wall'|'cpu'): (baseline rounds, candidate rounds)} over the rounds both sides have."""
+    out = {}
+    sides = {}
+    for rt in (baseline, candidate):
+        rows = run.rows(rt)
+        rows = rows[rows["suite"] == "micro"]
+        if benchmarks:
+            rows = rows[rows["benchmark"].isin(benchmarks) & (rows["tier"] >= 3) & rows["workers"].isin([2, 4])]
+        rows = rows.assign(cpu_per_op=rows["cpu_ns"] / rows["ops"])
+        for (bench, workers), g in rows.groupby(["benchmark", "workers"]):
+            for column, what in (("ns_per_op", "wall"), ("cpu_per_op", "cpu")):
+                rounds = {int(k): x[column].to_numpy(dtype=float)
+                          for k, x in g.sort_values(["invocation", "iteration"]).groupby("invocation")}
+                sides.setdefault((f"{bench} w={int(workers)}", what), {})[rt] = rounds
+    for key, pair in sides.items():
+        if len(pair) == 2:
+            shared = sorted(set(pair[baseline]) & set(pair[candidate]))
+            out[key] = ([pair[baseline][k] for k in shared], [pair[candidate][k] for k in shared])
+    return out
 
 
-def draw(rng: np.random.Generator, mu: float, share: float, invocations: int, iterations: int) -> list[np.ndarray]:
-    between = rng.normal(0.0, SIGMA * math.sqrt(share), invocations)
-    within = rng.normal(0.0, SIGMA * math.sqrt(1.0 - share), (invocations, iterations))
-    return list(np.exp(mu + between[:, None] + within))
+def real_table(rows, counts, draws: int) -> list[str]:
+    head = "| row | k | " + " | ".join(f"{m} (w/o, with)" for m in coverage.METHODS) + " |"
+    lines = [head, "|---|--:|" + "--:|" * len(coverage.METHODS)]
+    for (label, what), (base, cand) in sorted(rows.items()):
+        for k in counts:
+            if k >= len(base):
+                continue
+            cells = {r: coverage.resampled_coverage(base, cand, k, r, draws, SEED) for r in (False, True)}
+            lines.append(f"| {label} {what} ({len(base)} rounds) | {k} | "
+                         + " | ".join(f"{cells[False][m]:.0%}, {cells[True][m]:.0%}" for m in coverage.METHODS) + " |")
+            print(lines[-1], flush=True)
+    return lines
 
 
-def covered(low: float, high: float, truth: float) -> bool:
-    return bool(low <= truth <= high)
+def model_table(draws: int) -> list[str]:
+    lines = ["| model | k | " + " | ".join(coverage.METHODS) + " |", "|---|--:|" + "--:|" * len(coverage.METHODS)]
+    for name, generate in (("bimodal: 10% of candidate invocations 8x faster", coverage.bimodal_rounds()),
+                           ("unimodal (same model, no rare mode)", coverage.bimodal_rounds(rare_share=0.0))):
+        truths = coverage.model_truths(generate)
+        for k in COUNTS:
+            cov = coverage.model_coverage(generate, truths, k, draws, SEED)
+            lines.append(f"| {name} | {k} | " + " | ".join(f"{cov[m]:.0%}" for m in coverage.METHODS) + " |")
+            print(lines[-1], flush=True)
+    return lines
 
 
-def coverage(share: float, invocations: int, iterations: int, datasets: int, confidence: float = 0.95,
-             seed: int = SEED) -> dict[str, float]:
-    """Share of `datasets` simulated pairs whose interval contains the true value, per interval."""
-    rng = np.random.default_rng([seed, int(round(share * 1000)), invocations, iterations])
-    mu_b, mu_c = math.log(2000.0), math.log(1000.0)
-    hits = dict.fromkeys(INTERVALS, 0)
-    for _ in range(datasets):
-        b = draw(rng, mu_b, share, invocations, iterations)
-        c = draw(rng, mu_c, share, invocations, iterations)
-        med = stats.ratio_ci(b, c, "median", confidence)
-        avg = stats.ratio_ci(b, c, "mean", confidence)
-        side_med = stats.median_centre(c, confidence)
-        side_avg = stats.mean_centre(c, confidence)
-        hits["ratio of medians"] += covered(med.low, med.high, 2.0)
-        hits["ratio of means"] += covered(avg.low, avg.high, 2.0)
-        hits["median"] += covered(side_med.low, side_med.high, 1000.0)
-        hits["mean"] += covered(side_avg.low, side_avg.high, 1000.0 * math.exp(SIGMA ** 2 / 2))
-    return {name: hits[name] / datasets for name in INTERVALS}
-
-
-def table(invocations: int, iterations: int, datasets: int) -> dict[float, dict[str, float]]:
-    return {share: coverage(share, invocations, iterations, datasets) for share in SHARES}
+def write_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--datasets", type=int, default=4000, help="simulated runs per share (default 4000)")
-    parser.add_argument("--invocations", type=int, default=None, help="default: DEFAULT_INVOCATIONS['full']")
-    parser.add_argument("--iterations", type=int, default=None, help="default: the full profile's iterations")
+    parser.add_argument("--run", default=str(ROOT / "data/supplementary/20261123T152125Z-vm"))
+    parser.add_argument("--reference", default=str(ROOT / "data/runs/20261126T023315Z-vm"))
+    parser.add_argument("--draws", type=int, default=1000, help="draws per row, k and scheme (default 1000)")
+    parser.add_argument("--out", default=None, help="markdown file to write the tables to")
+    parser.add_argument("--baseline", default="tokio")
+    parser.add_argument("--candidate", default="ampere")
+    parser.add_argument("--parts", default=",".join(PARTS), help="which tables: real,reference,model")
     args = parser.parse_args()
-    k = args.invocations or default_invocations()
-    n = args.iterations or default_iterations()
-    print(f"coverage of 95% intervals, {k} invocations x {n} iterations per runtime, {args.datasets} datasets per share")
-    print("| between-invocation share | " + " | ".join(INTERVALS) + " |")
-    print("|---|" + "--:|" * len(INTERVALS))
-    for share, row in table(k, n, args.datasets).items():
-        print(f"| {share:.0%} | " + " | ".join(f"{row[name]:.1%}" for name in INTERVALS) + " |")
+    parts = set(args.parts.split(","))
+    text = [f"Coverage of 95% ratio intervals ({args.draws} draws per cell; cells: without, with replacement)", ""]
+    if "real" in parts:
+        text += [f"### Resampled rounds of {Path(args.run).name}", ""]
+        text += real_table(row_rounds(load_run(args.run), args.baseline, args.candidate), COUNTS, args.draws)
+    if "reference" in parts:
+        text += ["", f"### Resampled rounds of {Path(args.reference).name} (bimodal Tier 3 rows)", ""]
+        text += real_table(row_rounds(load_run(args.reference), args.baseline, args.candidate, CONTENDED), (3, 5),
+                           args.draws)
+    if "model" in parts:
+        text += ["", "### Synthetic rounds (fresh runs of the model)", ""]
+        text += model_table(args.draws)
+    if args.out:
+        write_atomic(Path(args.out), "\n".join(text) + "\n")
     return 0
 
 
 if __name__ == "__main__":
+    np.seterr(all="ignore")
     sys.exit(main())

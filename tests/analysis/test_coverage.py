@@ -1,4 +1,4 @@
-"""Intervals that mean 95%: a seeded simulation (scripts/interval_coverage.py) of two-level
+"""Intervals that mean 95%: a seeded simulation (scripts/lognormal_coverage.py) of two-level
 lognormal data at the default invocation count (analysis.bench.DEFAULT_INVOCATIONS["full"])
 and the full profile's iterations: every interval the analysis reports covers the true value
 in at least 93% of the simulated runs, for a between-invocation share of 0 to 80%.
@@ -20,7 +20,7 @@ REQUIRED = 0.93
 
 
 def load_script():
-    spec = importlib.util.spec_from_file_location("interval_coverage", REPO / "scripts" / "interval_coverage.py")
+    spec = importlib.util.spec_from_file_location("lognormal_coverage", REPO / "scripts" / "lognormal_coverage.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

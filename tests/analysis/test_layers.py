@@ -27,7 +27,7 @@ from analysis_fakes import REPO
 PACKAGE = REPO / "analysis"
 LAYERS: dict[str, list[str]] = {
     "loading": ["errors", "files", "schema", "bench_csv", "metrics", "load", "fairness"],
-    "statistics": ["stats", "ranks"],
+    "statistics": ["stats", "ranks", "coverage", "modes"],
     "comparison": ["benchmarks"],
     "diagnostics": ["diagnostics"],
     "results": ["summary", "compare", "artefact", "history", "net", "iosuite", "machines"],

@@ -1,0 +1,88 @@
+"""Paired rounds (issue 25 item 1): the ratio's interval from per-round log ratios."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import scipy.stats as st
+
+from analysis import compare, diff_runs, stats
+from analysis.benchmarks import shared_rounds
+from analysis_fakes import rows_for, write_run
+
+
+def test_paired_interval_on_known_data():
+    # log ratios 0.1, 0.2, 0.3: mean 0.2, s 0.1, SE 0.1 / sqrt(3), t(2) = 4.303
+    base = np.exp(np.array([1.1, 2.2, 3.3]))
+    cand = np.exp(np.array([1.0, 2.0, 3.0]))
+    rci = stats.paired_ratio_ci(base, cand, 0.95)
+    half = st.t.ppf(0.975, 2) * 0.1 / math.sqrt(3)
+    assert rci.log_ratio == pytest.approx(0.2)
+    assert rci.log_low == pytest.approx(0.2 - half) and rci.log_high == pytest.approx(0.2 + half)
+    assert rci.ratio == pytest.approx(math.exp(0.2)) and rci.method == "paired t over 3 rounds"
+
+
+def test_paired_interval_removes_shared_drift():
+    """Both sides jump together from round to round: the unpaired interval is wide, the paired one
+    is as narrow as the ratio's own scatter."""
+    drift = np.array([1.0, 1.5, 0.8, 1.3, 1.1, 0.9, 1.4, 1.0, 1.2, 0.7])
+    wobble = np.array([1.01, 0.99, 1.0, 1.02, 0.98, 1.0, 1.01, 0.99, 1.0, 1.0])
+    base, cand = 2000.0 * drift * wobble, 1000.0 * drift
+    paired = stats.paired_ratio_ci(base, cand)
+    unpaired = stats.ratio_ci([np.array([b]) for b in base], [np.array([c]) for c in cand])
+    assert paired.low > 1.95 and paired.high < 2.05
+    assert (paired.high - paired.low) < (unpaired.high - unpaired.low) / 5
+
+
+def test_paired_interval_floor_and_edge_cases():
+    base, cand = np.array([2.0, 4.0, 8.0]), np.array([1.0, 2.0, 4.0])  # every round exactly 2x
+    assert math.isnan(stats.paired_ratio_ci(base, cand).low)  # nothing varies: no interval
+    floored = stats.paired_ratio_ci(base, cand, within_se=0.01)
+    assert floored.log_se == 0.01 and floored.low < 2.0 < floored.high
+    assert math.isnan(stats.paired_ratio_ci(base[:1], cand[:1]).low)
+    assert math.isnan(stats.paired_ratio_ci(np.array([1.0, -1.0]), np.array([1.0, 1.0])).ratio)
+    with pytest.raises(ValueError):
+        stats.paired_ratio_ci(base, cand[:2])
+
+
+def test_swapping_sides_mirrors_the_paired_interval():
+    rng = np.random.default_rng(3)
+    base, cand = np.exp(rng.normal(1, 0.3, 8)), np.exp(rng.normal(0.5, 0.3, 8))
+    a, b = stats.paired_ratio_ci(base, cand), stats.paired_ratio_ci(cand, base)
+    assert a.log_low == pytest.approx(-b.log_high) and a.log_high == pytest.approx(-b.log_low)
+
+
+def test_shared_rounds_drops_rounds_with_one_side():
+    rounds = shared_rounds({0: np.ones(2), 1: np.ones(2), 3: np.ones(2)}, {0: np.ones(2), 1: np.ones(2), 2: np.ones(2)})
+    assert rounds.shared == [0, 1] and rounds.dropped == 2
+
+
+def _drifting(scale: float, rounds: int = 6) -> list[list[float]]:
+    drift = [1.0, 1.4, 0.8, 1.2, 0.9, 1.3][:rounds]
+    return [[scale * d * (1 + 0.01 * (i % 3)) for i in range(10)] for d in drift]
+
+
+def test_compare_pairs_rounds_and_drops_an_incomplete_round(tmp_path):
+    data = tmp_path / "data"
+    tokio = rows_for("tokio", "micro", 1, "mutex", "", 1000, _drifting(2_000_000))
+    ampere = [r for r in rows_for("ampere", "micro", 1, "mutex", "", 1000, _drifting(1_000_000)) if r[1] != 4]
+    write_run(data, rows={"tokio": tokio, "ampere": ampere})
+    row = compare("latest", data_dir=data).benchmarks.iloc[0]
+    assert row["paired_rounds"] == 5 and row["rounds_dropped"] == 1
+    assert "1 round(s) with one side only dropped" in row["verdict_reason"]
+    assert row["ratio_method"].startswith("paired t over 5 rounds")
+    assert row["verdict"] == "win" and 1.9 < row["ratio_ci_low"] < 2.0 < row["ratio_ci_high"] < 2.1
+    # the unpaired interval is kept beside it and is far wider (drift counted as noise)
+    assert row["unpaired_ratio_ci_low"] < row["ratio_ci_low"] and row["unpaired_ratio_ci_high"] > row["ratio_ci_high"]
+    assert row["cpu_unpaired_verdict"] in ("win", "inconclusive") and row["cpu_verdict"] == "win"
+
+
+def test_diff_between_runs_stays_unpaired(tmp_path):
+    data = tmp_path / "data"
+    write_run(data, "20261122T101500Z-lab1", seed=1)
+    write_run(data, "20261122T111500Z-lab1", seed=2)
+    result = diff_runs("20261122T101500Z-lab1", "20261122T111500Z-lab1", data_dir=data)
+    assert (result.benchmarks["paired_rounds"].fillna(0) == 0).all()
+    assert not result.benchmarks["ratio_method"].dropna().str.startswith("paired").any()
