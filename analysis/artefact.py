@@ -13,6 +13,12 @@ and meta.json), the analysis code the numbers come from (a hash of those source 
 the fairness table), baseline, candidates, tie band and confidence. Otherwise it is computed
 again and replaced (written atomically). The file is plain JSON (frames as columns with their
 dtypes; NaN and infinities as JSON's NaN / Infinity tokens), so a reader can inspect it.
+
+The history page's diffs (one runtime in two consecutive runs, compare.diff_runs) are cached
+the same way, one file per pair: `<report dir>/history/<run_a>..<run_b>.<runtime>.json`, used
+only while its key matches (the files of both runs, the analysis code, runtime, tie band and
+confidence). `cached_comparisons` and `cached_diff` take a run folder and load the run only
+when the file must be computed, so a history page whose comparisons are all cached reads no CSV.
 """
 
 from __future__ import annotations
@@ -28,15 +34,18 @@ import numpy as np
 import pandas as pd
 
 from . import fairness, load, stats
-from .compare import Comparison, compare
+from .compare import Comparison, compare, diff_runs
 from .errors import AnalysisError
 from .files import write_text_atomic
 from .load import Run, machine_table
 
 FILE_NAME = "comparison.json"
 FORMAT = 1
+#: Folder (under the report dir) of the cached history diffs, and their format.
+HISTORY_DIR = "history"
+DIFF_FORMAT = 1
 #: The modules whose code decides the numbers in the file (a change invalidates it).
-SOURCES = ("stats", "ranks", "benchmarks", "diagnostics", "summary", "compare", "schema", "load", "bench_csv",
+SOURCES = ("stats", "ranks", "benchmarks", "diagnostics", "sanity", "summary", "compare", "schema", "load", "bench_csv", "span", "span_cpu",
            "fairness", "artefact")
 FRAMES = ("benchmarks", "runtimes", "invocations", "echo", "diagnostics", "modes")
 
@@ -105,9 +114,24 @@ def code_fingerprint() -> str:
 
 
 def key_of(run: Run, baseline: str, candidate: str, tie_band: float, confidence: float) -> dict[str, Any]:
-    return {"format": FORMAT, "run_id": run.run_id, "run": run_fingerprint(run.path), "code": code_fingerprint(),
-            "baseline": baseline, "candidates": candidates_of(run, baseline, candidate),
-            "tie_band": float(tie_band), "confidence": float(confidence)}
+    return folder_key(run.path, run.run_id, run.runtimes, baseline, candidate, tie_band, confidence)
+
+
+def folder_key(folder: Path, run_id: str, runtimes: tuple[str, ...] | list[str], baseline: str, candidate: str,
+               tie_band: float, confidence: float) -> dict[str, Any]:
+    """The key of a run folder's comparison file, from the folder (no CSV parsed): `run_id`
+    and `runtimes` as load_run would give them."""
+    candidates = [candidate] + [rt for rt in runtimes if rt not in (baseline, candidate)]
+    return {"format": FORMAT, "run_id": run_id, "run": run_fingerprint(Path(folder)), "code": code_fingerprint(),
+            "baseline": baseline, "candidates": candidates, "tie_band": float(tie_band),
+            "confidence": float(confidence)}
+
+
+def diff_key(folder_a: Path, folder_b: Path, runtime: str, tie_band: float, confidence: float) -> dict[str, Any]:
+    """The key of a cached diff: both runs' files, the analysis code and the settings."""
+    return {"format": DIFF_FORMAT, "run_a": run_fingerprint(Path(folder_a)), "run_b": run_fingerprint(Path(folder_b)),
+            "code": code_fingerprint(), "runtime": runtime, "tie_band": float(tie_band),
+            "confidence": float(confidence)}
 
 
 # -- JSON -------------------------------------------------------------------------------------
@@ -211,4 +235,54 @@ def comparisons(run: Run, report_dir: str | Path, baseline: str = "tokio", candi
         return cached
     result = compute(run, baseline, candidate, tie_band, confidence)
     write_text_atomic(path, to_json(result, key))
+    return result
+
+
+def _folder_run_id(folder: Path) -> str:
+    """The run id load_run gives a folder: run.json's `run_id`, else the folder's name."""
+    try:
+        info = json.loads((Path(folder) / load.RUN_JSON).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return Path(folder).name
+    return str(info.get("run_id") or Path(folder).name) if isinstance(info, dict) else Path(folder).name
+
+
+def cached_comparisons(folder: str | Path, report_dir: str | Path, baseline: str = "tokio",
+                       candidate: str = "ampere", tie_band: float = stats.DEFAULT_TIE_BAND,
+                       confidence: float = stats.DEFAULT_CONFIDENCE) -> RunComparisons:
+    """`comparisons` of the run in `folder`, loading it only when the cached file does not match."""
+    folder = Path(folder)
+    run_id = _folder_run_id(folder)
+    key = folder_key(folder, run_id, load.runtime_names(folder), baseline, candidate, tie_band, confidence)
+    cached = read_cached(path_for(report_dir, run_id), key)
+    if cached is not None:
+        return cached
+    return comparisons(load.load_run(folder), report_dir, baseline, candidate, tie_band, confidence)
+
+
+def diff_path(report_dir: str | Path, run_a: str, run_b: str, runtime: str) -> Path:
+    return Path(report_dir) / HISTORY_DIR / f"{run_a}..{run_b}.{runtime}.json"
+
+
+def cached_diff(folder_a: str | Path, folder_b: str | Path, runtime: str, tie_band: float, confidence: float,
+                report_dir: str | Path) -> Comparison:
+    """compare.diff_runs(A, B, runtime) from `<report_dir>/history/<A>..<B>.<runtime>.json`,
+    computed (loading both runs) and written atomically there when the file is missing or its
+    key (data, code, settings) differs."""
+    folder_a, folder_b = Path(folder_a), Path(folder_b)
+    key = diff_key(folder_a, folder_b, runtime, tie_band, confidence)
+    path = diff_path(report_dir, _folder_run_id(folder_a), _folder_run_id(folder_b), runtime)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        doc = None
+    if isinstance(doc, dict) and doc.get("key") == key:
+        try:
+            return comparison_from_json(doc["comparison"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise AnalysisError(f"{path}: unreadable diff file ({exc}); delete it to compute it again") from None
+    result = diff_runs(load.load_run(folder_a), load.load_run(folder_b), runtime=runtime, tie_band=tie_band,
+                       confidence=confidence)
+    write_text_atomic(path, json.dumps(_plain_doc({"key": key, "comparison": comparison_to_json(result)}),
+                                       indent=1) + "\n")
     return result

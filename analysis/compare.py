@@ -25,6 +25,7 @@ import pandas as pd
 
 from . import fairness, schema, stats
 from .benchmarks import MODE_COLUMNS, Settings, analyse
+from .span_cpu import add_span_cpu
 from .diagnostics import diagnose
 from .errors import AnalysisError
 from .load import Run, load_run
@@ -108,6 +109,11 @@ def compare(run: Run | str = "latest", baseline: str = "tokio", candidate: str =
     if not compared:
         missing = candidate if baseline in present else baseline
         benchmarks["verdict_reason"] = f"not compared: run has no {missing} data (describing {present[0]} only)"
+    spans = {rt: run.spans[run.spans["runtime"] == rt] for rt in names}
+    with_metrics = {rt: frozenset(int(k) for k in run.metrics.loc[run.metrics["runtime"] == rt, "invocation"])
+                    for rt in names} if not run.metrics.empty else {}
+    benchmarks = add_span_cpu(benchmarks, spans, {baseline: rows_b, candidate: rows_c}, names, confidence, tie_band,
+                              with_metrics)
     diagnostics = diagnose(benchmarks, runtimes, invocations, {baseline: rows_b, candidate: rows_c},
                            {rt: run.meta.get(rt) for rt in present}, run.constants, compared)
     return Comparison(run_id=run.run_id, baseline=baseline, candidate=candidate, tie_band=tie_band,
@@ -150,6 +156,7 @@ def diff_runs(a: Run | str, b: Run | str, runtime: str = "ampere", tie_band: flo
         rows_b = implied_workers(rows_b, _num_workers(run_b.constants))
     benchmarks, runtimes, invocations, modes = analyse(rows_a, rows_b, names, settings, _num_workers(run_b.constants))
     benchmarks["regressed"] = benchmarks["verdict"] == "loss"
+    benchmarks = add_span_cpu(benchmarks, {}, {"A": rows_a, "B": rows_b}, names, confidence, tie_band)
     diagnostics = diagnose(benchmarks, runtimes, invocations, {"A": rows_a, "B": rows_b},
                            {"A": run_a.meta.get(runtime), "B": run_b.meta.get(runtime)}, run_b.constants, True)
     return Comparison(run_id=f"{run_a.run_id}..{run_b.run_id}", baseline="A", candidate="B", tie_band=tie_band,

@@ -23,6 +23,8 @@ the CLI, the JSON document and the notebooks all show these records. Each check 
 - oversubscribed: fewer logical cores than num_workers, so Tier 3-4 timings may be bimodal;
 - control_not_tie: a Tier 0 control is a win or loss (the two harnesses differ) or
   inconclusive (the measurement cannot resolve the tie band);
+- absurd_sample: a sample that cannot be right against its row or the machine (31 years;
+  more CPU than the cores could give), analysis/sanity.py;
 - missing_meta, not_compared, alloc_varies, invocation_effect (informational).
 """
 
@@ -33,7 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import schema
+from . import sanity, schema
 
 DIAGNOSTIC_COLUMNS = ["level", "code", "suite", "tier", "benchmark", "param", "workers", "runtime", "message"]
 #: Drift test: Kendall tau of elapsed vs iteration within an invocation is flagged when its
@@ -245,6 +247,7 @@ def diagnose(benchmarks: pd.DataFrame, runtimes: pd.DataFrame, invocations: pd.D
     rows += check_samples(runtimes)
     for label, frame in sources.items():
         rows += check_quantisation(label, frame)
+        rows += sanity.check_absurd(label, frame, metas.get(label))
     rows += check_drift(invocations)
     rows += check_modes(benchmarks, runtimes)
     rows += check_info(benchmarks, runtimes, compared)

@@ -87,6 +87,17 @@ def benchmark_entry(r: dict[str, Any], sides: pd.DataFrame, diagnostics: list[st
         entry["avg_ratio"] = r["avg_ratio"]
         entry["avg_ratio_ci"] = [r["avg_ratio_ci_low"], r["avg_ratio_ci_high"]]
         entry["p99_ratio"] = r["p99_ratio"]
+    if "span_cpu_ratio" in r:  # CPU over the whole invocation (span_cpu.py); null: not recorded
+        names = {"baseline": r.get("_baseline"), "candidate": r.get("_candidate")}
+        for column in ("span_cpu_ns_per_op", "outside_cpu_ns", "span_cores_busy"):
+            entry[column] = {names[role]: r[f"{role}_{column}"] for role in names}
+        entry["span_cpu_ns_per_op_ci"] = {names[role]: [r[f"{role}_span_cpu_ci_low"], r[f"{role}_span_cpu_ci_high"]]
+                                          for role in names}
+        entry["outside_cpu_ns_range"] = {names[role]: [r[f"{role}_outside_cpu_ns_low"],
+                                                       r[f"{role}_outside_cpu_ns_high"]] for role in names}
+        entry["span_cpu_ratio"] = r["span_cpu_ratio"]
+        entry["span_cpu_ratio_ci"] = [r["span_cpu_ratio_ci_low"], r["span_cpu_ratio_ci_high"]]
+        entry["span_cpu_verdict"] = _text(r["span_cpu_verdict"])
     if "regressed" in r:
         entry["regressed"] = bool(r["regressed"])
     entry["diagnostics"] = diagnostics
@@ -109,6 +120,7 @@ def comparison_to_dict(comparison: Comparison) -> dict[str, Any]:
     entries = []
     for r in comparison.benchmarks.to_dict("records"):
         r["workers"] = None if pd.isna(r["workers"]) else int(r["workers"])
+        r["_baseline"], r["_candidate"] = comparison.baseline, comparison.candidate
         sides = sides_by_label.get(r["label"], comparison.runtimes.iloc[0:0])
         entries.append(benchmark_entry(r, sides, by_bench.get((r["benchmark"], r["param"], r["workers"]), [])))
     doc = {
@@ -116,6 +128,8 @@ def comparison_to_dict(comparison: Comparison) -> dict[str, Any]:
         "tie_band": comparison.tie_band, "confidence": comparison.confidence, "compared": comparison.compared,
         "ratio_definition": "baseline median ns/op / candidate median ns/op; > 1 means the candidate is faster",
         "cpu_ratio_definition": "baseline CPU ns/op / candidate CPU ns/op; > 1 means the candidate uses less CPU",
+        "span_cpu_ratio_definition": "the same over the whole invocation (first measured iteration's start to the "
+                                     "last one's end, gaps included; span files), null where not recorded",
         "benchmarks": entries, "summary": comparison.summary, "diagnostics": diags,
     }
     for key in ("runtime", "run_a", "run_b"):

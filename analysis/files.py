@@ -11,6 +11,7 @@ In: `read_input_text`, the one reader of the line-oriented files a benchmark pro
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import tempfile
@@ -20,6 +21,31 @@ from typing import IO, Any, Iterator
 from .errors import DataError
 
 BOM = "\ufeff"
+
+
+def is_symlink_loop(path: Path | str) -> bool:
+    """True when following `path`'s symbolic links never ends (ELOOP): a link to itself, or
+    links that point at each other."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return exc.errno == errno.ELOOP
+    return False
+
+
+def symlink_loop_problem(path: Path | str) -> str:
+    """The one-line problem of a symbolic link loop at `path` (for DataError)."""
+    try:
+        target = f" (it points to {os.readlink(path)!r})"
+    except OSError:
+        target = ""
+    return f"symbolic link loop{target}: following its links never reaches a file or folder"
+
+
+def check_no_symlink_loop(path: Path | str) -> None:
+    """DataError naming `path` when it, or a link on its way, is a symbolic link loop."""
+    if is_symlink_loop(path):
+        raise DataError(path, symlink_loop_problem(path))
 
 
 def read_input_text(path: Path, kind: str) -> str:
@@ -32,6 +58,8 @@ def read_input_text(path: Path, kind: str) -> str:
     except IsADirectoryError:
         raise DataError(path, f"is a directory, not {kind}") from None
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise DataError(path, symlink_loop_problem(path)) from None
         raise DataError(path, f"cannot read: {exc.strerror}") from None
     try:
         text = raw.decode("utf-8")

@@ -3,7 +3,9 @@ per-runtime medians of every run (for trend plots).
 
 `history_data` compares every complete run of a profile (through each run's cached comparison,
 artefact.py, when a report folder is given) and diffs consecutive runs of the candidate
-(compare.diff_runs; `regressed` = slower in the later run beyond the tie band). Runs that
+(compare.diff_runs; `regressed` = slower in the later run beyond the tie band; each pair's diff
+cached under `<report dir>/history/`, artefact.cached_diff). With every file cached, no run's
+CSV is read. Runs that
 cannot be used are listed in `History.left_out` with the reason, never raised.
 """
 
@@ -79,11 +81,11 @@ def history_data(data_dir: str | os.PathLike[str] | None, baseline: str, candida
         left_out.append({"run_id": r.run_id, "reason": f"older than the newest {limit} complete runs"})
     complete = complete.iloc[-limit:]
     runs_rows, ratio_frames, regression_frames = [], [], []
-    loaded: list[Run] = []
+    used: list[tuple[str, Path]] = []
+    loaded: dict[Path, Run] = {}  # without a report dir: each run loaded once for both uses
     for item in complete.itertuples():
         try:
-            run = load_run(item.path)
-            cmp = _comparison(run, baseline, candidate, tie_band, confidence, report_dir)
+            cmp = _comparison(Path(item.path), baseline, candidate, tie_band, confidence, report_dir, loaded)
         except AnalysisError as exc:
             left_out.append({"run_id": item.run_id, "reason": str(exc)})
             continue
@@ -98,19 +100,19 @@ def history_data(data_dir: str | os.PathLike[str] | None, baseline: str, candida
         frame.insert(0, "run_label", label)
         frame.insert(0, "run_id", item.run_id)
         ratio_frames.append(frame)
-        loaded.append(run)
-    for position_b, (run_a, run_b) in enumerate(zip(loaded, loaded[1:]), start=1):
+        used.append((item.run_id, Path(item.path)))
+    for position_b, ((id_a, folder_a), (id_b, folder_b)) in enumerate(zip(used, used[1:]), start=1):
         try:
-            diff = diff_runs(run_a, run_b, runtime=candidate, tie_band=tie_band, confidence=confidence)
+            diff = _diff(folder_a, folder_b, candidate, tie_band, confidence, report_dir, loaded)
         except AnalysisError as exc:
-            left_out.append({"run_id": run_b.run_id, "reason": f"no diff with {run_a.run_id}: {exc}"})
+            left_out.append({"run_id": id_b, "reason": f"no diff with {id_a}: {exc}"})
             continue
         bad = diff.benchmarks[diff.benchmarks["regressed"].astype(bool) & diff.benchmarks["headline"].astype(bool)]
         if not bad.empty:
             frame = bad[[c for c in REGRESSION_COLUMNS if c in bad.columns]].copy()
             frame.insert(0, "position", position_b)
-            frame.insert(0, "run_b", run_b.run_id)
-            frame.insert(0, "run_a", run_a.run_id)
+            frame.insert(0, "run_b", id_b)
+            frame.insert(0, "run_a", id_a)
             regression_frames.append(frame)
     return History(runs=pd.DataFrame.from_records(runs_rows, columns=RUN_COLUMNS),
                    ratios=pd.concat(ratio_frames, ignore_index=True) if ratio_frames
@@ -120,11 +122,26 @@ def history_data(data_dir: str | os.PathLike[str] | None, baseline: str, candida
                    left_out=pd.DataFrame.from_records(left_out, columns=LEFT_OUT_COLUMNS))
 
 
-def _comparison(run: Run, baseline: str, candidate: str, tie_band: float, confidence: float,
-                report_dir: str | Path | None) -> Any:
+def _comparison(folder: Path, baseline: str, candidate: str, tie_band: float, confidence: float,
+                report_dir: str | Path | None, loaded: dict[Path, Run]) -> Any:
     if report_dir is None:
-        return artefact.compute(run, baseline, candidate, tie_band, confidence).primary
-    return artefact.comparisons(run, report_dir, baseline, candidate, tie_band, confidence).primary
+        return artefact.compute(_load(folder, loaded), baseline, candidate, tie_band, confidence).primary
+    return artefact.cached_comparisons(folder, report_dir, baseline, candidate, tie_band, confidence).primary
+
+
+def _load(folder: Path, loaded: dict[Path, Run]) -> Run:
+    if folder not in loaded:
+        loaded[folder] = load_run(folder)
+    return loaded[folder]
+
+
+def _diff(folder_a: Path, folder_b: Path, runtime: str, tie_band: float, confidence: float,
+          report_dir: str | Path | None, loaded: dict[Path, Run]) -> Any:
+    """The candidate in run A against run B: cached per pair under the report dir when one is given."""
+    if report_dir is None:
+        return diff_runs(_load(folder_a, loaded), _load(folder_b, loaded), runtime=runtime, tie_band=tie_band,
+                         confidence=confidence)
+    return artefact.cached_diff(folder_a, folder_b, runtime, tie_band, confidence, report_dir)
 
 
 def never_compared(history: History) -> list[str]:

@@ -83,12 +83,15 @@ def _comparison_rows(cmp: Comparison) -> list[tuple[str, str]]:
                           for v in ("win", "loss", "tie", "inconclusive"))
     suites = [x for x in schema.SUITES if (cmp.benchmarks["suite"] == x).any()]
     what = ", ".join("tiers 1–4" if x == "micro" else x for x in suites) or "no rows"
-    rows = [(f"{esc(cn)}: verdicts ({esc(what)})", f"{verdicts} of {int(s.get('n_compared', 0))} compared"),
+    rows = [(f"{esc(cn)}: verdicts ({esc(what)}), like-for-like rows",
+             f"{verdicts} of {int(s.get('n_like_for_like', s.get('n_compared', 0)))} like for like "
+             f"({int(s.get('n_compared', 0))} compared)"),
             (f"{esc(cn)}: geometric mean {esc(bn)}/{esc(cn)}, like-for-like rows",
              f"{_geomean(s, 'like_for_like_')} (&gt; 1: {esc(cn)} faster)"),
             (f"{esc(cn)}: geometric mean {esc(bn)}/{esc(cn)}, all rows", f"{_geomean(s, '')} (&gt; 1: {esc(cn)} faster)")]
     if cmp.benchmarks["cpu_ratio"].notna().any():
-        rows.append((f"{esc(cn)}: geometric mean CPU {esc(bn)}/{esc(cn)}",
+        source = esc(str(s.get("cpu_geomean_source", "per sample")))
+        rows.append((f"{esc(cn)}: geometric mean CPU {esc(bn)}/{esc(cn)} ({source}), like-for-like rows",
                      f"{_geomean(s, 'cpu_')} (&gt; 1: {esc(cn)} uses less CPU)"))
     else:
         rows.append((f"{esc(cn)}: CPU time", "not recorded in this run (schema 1)"))

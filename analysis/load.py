@@ -34,7 +34,10 @@ from . import schema
 from .bench_csv import read_bench_csv
 from .metrics import empty_frame as empty_metrics_frame
 from .metrics import read_run_metrics
+from .span import empty_frame as empty_span_frame
+from .span import is_span_file, read_run_spans
 from .errors import AnalysisError, DataError
+from .files import check_no_symlink_loop
 
 __all__ = ["Run", "read_bench_csv", "load_run", "latest_run_path", "resolve_run_path", "run_history",
            "machine_table", "resolve_data_dir", "runs_dir", "read_json_object", "validate_meta_json",
@@ -43,6 +46,9 @@ __all__ = ["Run", "read_bench_csv", "load_run", "latest_run_path", "resolve_run_
 DATA_DIR_ENV = "AMPERE_DATA_DIR"
 RUN_JSON = "run.json"
 FAILED_JSON = "failed.json"
+#: run.json key declaring benchmarks the loader accepts although they are not in the schema's
+#: list or have rows on one side only: an object, benchmark name -> the reason.
+DECLARED_KEY = "declared_benchmarks"
 RUN_JSON_REQUIRED: dict[str, type | tuple[type, ...]] = {
     "status": str, "suites": list, "profile": str,
 }
@@ -78,6 +84,7 @@ def read_json_object(path: Path) -> dict[str, Any]:
     except UnicodeDecodeError:
         raise DataError(path, "not valid UTF-8") from None
     except OSError as exc:
+        check_no_symlink_loop(path)
         raise DataError(path, f"cannot read: {exc.strerror}") from None
     try:
         value = json.loads(text)
@@ -115,6 +122,10 @@ def validate_run_json(path: Path, info: dict[str, Any]) -> None:
         raise DataError(path, 'key "workers" must be a list of positive integers')
     if version == 3:
         _validate_runtime_entries(path, info.get("runtimes"))
+    declared = info.get(DECLARED_KEY)
+    if declared is not None and (not isinstance(declared, dict) or not all(
+            isinstance(v, str) and v.strip() for v in declared.values())):
+        raise DataError(path, f'key "{DECLARED_KEY}" must be an object (benchmark name -> why the run has it)')
     files = info.get("metrics_files")
     if files is not None and (not isinstance(files, dict)
                               or not all(v is None or isinstance(v, str) for v in files.values())):
@@ -191,6 +202,9 @@ class Run:
     runtimes: tuple[str, ...] = field(default=())
     schema_version: int = 1
     metrics: pd.DataFrame = field(default_factory=empty_metrics_frame)
+    #: `<runtime>.span.csv` rows (analysis/span.py): the whole measured span of every benchmark
+    #: row and invocation; empty when the run has none (not recorded).
+    spans: pd.DataFrame = field(default_factory=empty_span_frame)
 
     def rows(self, runtime: str) -> pd.DataFrame:
         return self.data[self.data["runtime"] == runtime]
@@ -220,7 +234,8 @@ class Run:
         """This run restricted to one suite's rows; `runtimes` keeps those with rows in it."""
         data = self.data[self.data["suite"] == name].reset_index(drop=True)
         present = tuple(rt for rt in self.runtimes if (data["runtime"] == rt).any())
-        return replace(self, data=data, runtimes=present)
+        spans = self.spans[self.spans["suite"] == name].reset_index(drop=True)
+        return replace(self, data=data, runtimes=present, spans=spans)
 
     @property
     def constants(self) -> dict[str, Any]:
@@ -249,11 +264,19 @@ def run_timestamp(run_id: str) -> datetime | None:
 def _runtime_files(folder: Path) -> list[str]:
     names = []
     for item in sorted(folder.iterdir()):
-        if item.is_file() and item.suffix == ".csv" and not item.name.startswith("."):
+        if item.suffix == ".csv" and not item.name.startswith("."):
+            check_no_symlink_loop(item)
+        if item.is_file() and item.suffix == ".csv" and not item.name.startswith(".") and not is_span_file(item):
             stem = item.stem
             if schema.RUNTIME_RE.fullmatch(stem):
                 names.append(stem)
     return names
+
+
+def runtime_names(folder: Path) -> tuple[str, ...]:
+    """The runtimes of a run folder as load_run lists them (its `<runtime>.csv` files, sorted),
+    without reading them."""
+    return tuple(_runtime_files(Path(folder)))
 
 
 def _looks_like_run(folder: Path) -> bool:
@@ -286,8 +309,13 @@ def incomplete_note(folder: Path) -> str:
 def list_run_folders(data_dir: str | Path | None = None) -> list[Path]:
     """Run folders under data/runs, oldest first (by run_id timestamp, then name)."""
     root = runs_dir(data_dir)
+    check_no_symlink_loop(resolve_data_dir(data_dir))
+    check_no_symlink_loop(root)
     if not root.is_dir():
         return []
+    for entry in root.iterdir():
+        if not entry.name.startswith("."):
+            check_no_symlink_loop(entry)
     folders = [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")]
     stamp = lambda p: (run_timestamp(p.name) or datetime.min.replace(tzinfo=timezone.utc), p.name)  # noqa: E731
     return sorted(folders, key=stamp)
@@ -312,6 +340,8 @@ def resolve_run_path(spec: str | Path = "latest", data_dir: str | Path | None = 
     if text == "latest":
         return latest_run_path(data_dir)
     candidate = Path(text)
+    check_no_symlink_loop(candidate)
+    check_no_symlink_loop(runs_dir(data_dir) / text)
     if candidate.is_dir():
         return candidate
     if os.sep in text or candidate.exists():
@@ -330,6 +360,7 @@ def load_run(spec: str | Path = "latest", data_dir: str | Path | None = None) ->
     if not _looks_like_run(folder):
         raise DataError(folder, "not a run folder (no run.json, no <runtime>.csv)")
     run_json = folder / RUN_JSON
+    check_no_symlink_loop(run_json)
     if not run_json.is_file():
         raise DataError(folder, f"{incomplete_note(folder)}; only complete runs can be analysed")
     info = read_json_object(run_json)
@@ -343,16 +374,19 @@ def load_run(spec: str | Path = "latest", data_dir: str | Path | None = None) ->
     data = pd.concat(frames, ignore_index=True)
     data.attrs = {}
     _check_cross_file_tiers(folder, data)
+    _check_benchmark_names(folder, run_json, info.get(DECLARED_KEY) or {}, data, runtimes)
     meta: dict[str, dict[str, Any]] = {}
     for rt in runtimes:
         meta_path = folder / f"{rt}.meta.json"
+        check_no_symlink_loop(meta_path)
         if meta_path.exists():
             meta[rt] = read_json_object(meta_path)
             validate_meta_json(meta_path, meta[rt], rt)
     metrics = read_run_metrics(folder, info.get("metrics_files"))
+    spans = read_run_spans(folder, runtimes, data)
     run_id = str(info.get("run_id") or folder.name)
     return Run(run_id=run_id, path=folder, data=data, meta=meta, info=info, runtimes=tuple(runtimes),
-               schema_version=version, metrics=metrics)
+               schema_version=version, metrics=metrics, spans=spans)
 
 
 def _check_absent_sides(folder: Path, run_json: Path, info: dict[str, Any], runtimes: list[str]) -> None:
@@ -379,6 +413,35 @@ def _check_one_schema(folder: Path, info: dict[str, Any], runtimes: list[str], v
         raise DataError(folder / f"{runtimes[0]}.csv", "schema 1 header (no cpu_ns, workers) in a run whose "
                         f"run.json says schema_version {declared}")
     return versions[0]
+
+
+def _first_line(data: pd.DataFrame, runtime: str, benchmark: str) -> int:
+    """The CSV line (1-based, header = 1) of the first row of `benchmark` in `runtime`'s file."""
+    rows = data["runtime"] == runtime
+    position = int((data.loc[rows, "benchmark"].to_numpy() == benchmark).argmax())
+    return position + 2
+
+
+def _check_benchmark_names(folder: Path, run_json: Path, declared: dict[str, str], data: pd.DataFrame,
+                           runtimes: list[str]) -> None:
+    """Every benchmark is in the schema's list of its suite (schema.SUITE_ORDER) and present in
+    every runtime that has rows of that suite, unless run.json declares it (DECLARED_KEY)."""
+    kinds = data[["runtime", "suite", "benchmark"]].drop_duplicates().astype(str)
+    for row in kinds.itertuples(index=False):
+        if row.benchmark not in schema.SUITE_ORDER.get(row.suite, ()) and row.benchmark not in declared:
+            raise DataError(folder / f"{row.runtime}.csv", f"benchmark {row.benchmark!r} is not in the schema's list "
+                            f"of {row.suite} benchmarks (a run that means it declares it in run.json "
+                            f'"{DECLARED_KEY}")', _first_line(data, row.runtime, row.benchmark), "benchmark")
+    for suite, group in kinds.groupby("suite", sort=False):
+        sides = [rt for rt in runtimes if (group["runtime"] == rt).any()]
+        for name, rows in group.groupby("benchmark", sort=False):
+            present = set(rows["runtime"])
+            missing = [rt for rt in sides if rt not in present]
+            if missing and name not in declared:
+                have = ", ".join(rt for rt in sides if rt in present)
+                raise DataError(folder / f"{missing[0]}.csv", f"no rows of {suite} benchmark {name!r}, which "
+                                f"{have} has: a benchmark on one side only is not compared (a run that means it "
+                                f'declares it in run.json "{DECLARED_KEY}")')
 
 
 def _check_cross_file_tiers(folder: Path, data: pd.DataFrame) -> None:

@@ -6,6 +6,7 @@ metadata; the formatting is that of the CLI tables (fmt.py, render.py).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pandas as pd
@@ -52,7 +53,8 @@ def tier_tables(cmp: Comparison) -> list[tuple[str, pd.DataFrame]]:
     return tables
 
 
-def style_verdicts(frame: pd.DataFrame, columns: tuple[str, ...] = ("Verdict", "CPU verdict")) -> Any:
+def style_verdicts(frame: pd.DataFrame,
+                   columns: tuple[str, ...] = ("Verdict", "CPU verdict", "Whole-invocation verdict")) -> Any:
     """A Styler that colours the verdict columns (HTML in the notebook and the report)."""
     def colour(value: Any) -> str:
         hue = VERDICT_COLORS.get(str(value))
@@ -68,6 +70,7 @@ def cpu_table(cmp: Comparison) -> pd.DataFrame:
     cores busy per runtime, and whether a wall-time win costs more CPU."""
     bn, cn = schema.display_name(cmp.baseline), schema.display_name(cmp.candidate)
     columns = ["Benchmark", f"wall {bn}/{cn} [CI]", "Verdict", f"CPU {bn}/{cn} [CI]", "CPU verdict",
+               f"whole-invocation CPU {bn}/{cn} [CI]", "Whole-invocation verdict",
                f"{cn} CPU/op", f"{bn} CPU/op", f"{cn} cores busy", f"{bn} cores busy", "Note"]
     rows = []
     for _, group in groups(cmp.benchmarks[cmp.benchmarks["headline"].astype(bool)]):
@@ -77,10 +80,51 @@ def cpu_table(cmp: Comparison) -> pd.DataFrame:
                 note = f"faster but costs {1 / r['cpu_ratio']:.2f}× the CPU of {bn}"
             rows.append([r["label"], fmt_ratio_ci(r["ratio"], r["ratio_ci_low"], r["ratio_ci_high"]),
                          _text(r["verdict"]), fmt_ratio_ci(r["cpu_ratio"], r["cpu_ratio_ci_low"], r["cpu_ratio_ci_high"]),
-                         _text(r["cpu_verdict"], "not recorded"), fmt_ns(r["candidate_cpu_ns_per_op"]),
+                         _text(r["cpu_verdict"], "not recorded"),
+                         _span_ratio(r), _text(r.get("span_cpu_verdict"), "not recorded"),
+                         fmt_ns(r["candidate_cpu_ns_per_op"]),
                          fmt_ns(r["baseline_cpu_ns_per_op"]), fmt_busy(r["candidate_cores_busy"]),
                          fmt_busy(r["baseline_cores_busy"]), note])
     return pd.DataFrame(rows, columns=columns)
+
+
+def _span_ratio(r: dict[str, Any]) -> str:
+    ratio = r.get("span_cpu_ratio")
+    if ratio is None or not finite(ratio):
+        return "not recorded"
+    return fmt_ratio_ci(ratio, r["span_cpu_ratio_ci_low"], r["span_cpu_ratio_ci_high"])
+
+
+def _outside(r: dict[str, Any], role: str) -> str:
+    """CPU outside the samples per iteration: the median over invocations and their range."""
+    mid = r.get(f"{role}_outside_cpu_ns")
+    if mid is None or not finite(mid):
+        return "not recorded"
+    return f"{fmt_ns(mid)} ({fmt_ns(r[f'{role}_outside_cpu_ns_low'])}–{fmt_ns(r[f'{role}_outside_cpu_ns_high'])})"
+
+
+def span_cpu_table(cmp: Comparison, suite: str | None = None) -> pd.DataFrame:
+    """CPU inside the samples against CPU over the whole invocation (span_cpu.py), per headline
+    row of `suite` (all suites: None): both CPU ratios with intervals and verdicts, each side's
+    whole-invocation CPU per op, and the CPU outside the samples per iteration (echo: per
+    batch; median over the invocations, their range in brackets)."""
+    bn, cn = schema.display_name(cmp.baseline), schema.display_name(cmp.candidate)
+    frame = cmp.benchmarks[cmp.benchmarks["headline"].astype(bool)]
+    if suite is not None:
+        frame = frame[frame["suite"] == suite]
+    rows = []
+    for _, group in groups(frame):
+        for r in group.to_dict("records"):
+            rows.append([r["label"], fmt_ratio_ci(r["cpu_ratio"], r["cpu_ratio_ci_low"], r["cpu_ratio_ci_high"]),
+                         _text(r["cpu_verdict"], "not recorded"), _span_ratio(r),
+                         _text(r.get("span_cpu_verdict"), "not recorded"),
+                         fmt_ns(r.get("candidate_span_cpu_ns_per_op", math.nan)),
+                         fmt_ns(r.get("baseline_span_cpu_ns_per_op", math.nan)),
+                         _outside(r, "candidate"), _outside(r, "baseline")])
+    return pd.DataFrame(rows, columns=["Benchmark", f"CPU in samples {bn}/{cn} [CI]", "CPU verdict",
+                                       f"whole-invocation CPU {bn}/{cn} [CI]", "Whole-invocation verdict",
+                                       f"{cn} whole-invocation CPU/op", f"{bn} whole-invocation CPU/op",
+                                       f"{cn} CPU outside samples / iteration", f"{bn} CPU outside samples / iteration"])
 
 
 def _text(value: Any, missing: str = "n/a") -> str:

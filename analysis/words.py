@@ -17,6 +17,7 @@ from .artefact import RunComparisons
 from .compare import Comparison
 from .fmt import finite, fmt_busy, fmt_ns
 from .history import History
+from .summary import control_band
 
 
 def ratio_words(ratio: float, low: float, high: float, candidate: str, baseline: str,
@@ -44,9 +45,10 @@ def geomean_sentence(part: dict[str, Any], candidate: str, baseline: str, confid
     rows = f" {what}" if what else ""
     if n == 0 or not finite(ratio):
         return f"No{rows} benchmark{where} was compared, so there is no geometric mean ratio."
-    words = ("more efficient", "less efficient") if prefix == "cpu_" else ("faster", "slower")
+    cpu = "cpu_" in prefix
+    words = ("more efficient", "less efficient") if cpu else ("faster", "slower")
     text, lo, hi = ratio_words(ratio, low, high, candidate, baseline, *words)
-    if prefix == "cpu_":
+    if cpu:
         text += " in CPU time per operation"
     plural = "benchmark" if n == 1 else "benchmarks"
     sentence = f"{text} on the geometric mean of {n}{rows} {plural}{where}"
@@ -58,23 +60,42 @@ def geomean_sentence(part: dict[str, Any], candidate: str, baseline: str, confid
 
 
 def counts_sentence(part: dict[str, Any], candidate: str, baseline: str) -> str:
+    """Verdict counts of the headline: the like-for-like rows (summary.py), and the compared
+    rows left out of it, named."""
     counts = part.get("counts", {})
     k = int(part.get("n_compared") or 0)
+    n_like = int(part.get("n_like_for_like", k) or 0)
     total = int(part.get("n_benchmarks") or 0)
     cn, bn = schema.display_name(candidate), schema.display_name(baseline)
     if k == 0:
         return f"None of the {total} benchmarks could be compared (a runtime has no data for them)."
-    text = (f"Of {k} compared benchmarks, {cn} wins {counts.get('win', 0)}, {bn} wins {counts.get('loss', 0)}, "
+    rows = "like-for-like benchmarks" if n_like < k else "compared benchmarks"
+    text = (f"Of {n_like} {rows}, {cn} wins {counts.get('win', 0)}, {bn} wins {counts.get('loss', 0)}, "
             f"{counts.get('tie', 0)} are ties and {counts.get('inconclusive', 0)} are inconclusive")
+    if n_like < k:
+        every = part.get("all_counts", {})
+        left = part.get("not_like_for_like", [])
+        text += (f"; {k - n_like} more compared rows are not like for like and not counted ({', '.join(left)}; "
+                 f"all {k} together: {cn} wins {every.get('win', 0)}, {bn} wins {every.get('loss', 0)})")
     if total > k:
         text += f"; {total - k} more have data for only one runtime and are not compared"
     return text + "."
 
 
-def controls_sentence(controls: dict[str, Any]) -> str:
+def _control_item(name: str, verdict: Any, ratios: dict[str, list[float]]) -> str:
+    """`floor_cas_store tie (0.990× [0.968, 1.011], within ±3.3%)`, or without the ratio when unknown."""
+    ratio, low, high = (ratios.get(name) or [math.nan] * 3)[:3]
+    band = control_band(low, high)
+    shown = f" ({ratio:.3f}× [{low:.3f}, {high:.3f}], within ±{band:.1%})" if finite(band) else ""
+    return f"{name} {verdict or 'not compared'}{shown}"
+
+
+def controls_sentence(controls: dict[str, Any], ratios: dict[str, list[float]] | None = None) -> str:
+    """The Tier 0 controls in words, each with its ratio, interval and the band the interval fits
+    in (`ratios`: summary["control_ratios"]), so a reader sees how closely the harnesses agree."""
     if not controls:
         return "The run has no Tier 0 control benchmarks to check the two harnesses against each other."
-    listed = ", ".join(f"{name} {verdict or 'not compared'}" for name, verdict in controls.items())
+    listed = ", ".join(_control_item(name, verdict, ratios or {}) for name, verdict in controls.items())
     if all(v == "tie" for v in controls.values()):
         return f"Tier 0 controls (identical code on both sides) all tie ({listed}): the two harnesses agree."
     if any(v in ("win", "loss") for v in controls.values()):
@@ -116,7 +137,7 @@ def headline_sentences(cmp: Comparison) -> list[str]:
              + " (Tier 0 controls are a harness check and are not counted.)"]
     lines += geomean_sentences(cmp)
     lines += cpu_sentences(cmp)
-    lines.append(controls_sentence(s.get("controls", {})))
+    lines.append(controls_sentence(s.get("controls", {}), s.get("control_ratios")))
     return lines
 
 
@@ -145,7 +166,19 @@ def cpu_sentences(cmp: Comparison) -> list[str]:
     if not cpu_recorded(cmp):
         return ["CPU time per operation was not recorded in this run (schema 1), so it cannot say whether a "
                 "wall-time win costs more CPU."]
-    lines = [geomean_sentence(cmp.summary, cmp.candidate, cmp.baseline, cmp.confidence, prefix="cpu_")]
+    s = cmp.summary
+    some = int(s.get("n_like_for_like", 0) or 0) < int(s.get("n_compared", 0) or 0)
+    what = "like-for-like" if some else ""
+    lines = [geomean_sentence(s, cmp.candidate, cmp.baseline, cmp.confidence, prefix="cpu_", what=what)]
+    if s.get("cpu_geomean_source") in ("whole invocation", "mixed"):
+        lines[0] = lines[0].rstrip(".") + (" — CPU over the whole invocation (every thread, from the first measured "
+                                           "iteration's start to the last one's end, the gaps between iterations "
+                                           "included).")
+        lines.append(geomean_sentence(s, cmp.candidate, cmp.baseline, cmp.confidence, prefix="per_sample_cpu_",
+                                      what=what).rstrip(".") + " counting only the CPU inside the timed samples.")
+    else:
+        lines.append("The CPU over the whole invocation (gaps between iterations included) was not recorded in this "
+                     "run: CPU spent outside the timed samples (a worker spinning after the last join) is not seen.")
     costly = costly_wins(cmp)
     if costly.empty:
         lines.append(f"No wall-time win of {cn} costs more CPU per operation than {bn} spends.")
@@ -164,12 +197,14 @@ def variant_sentence(cmp: Comparison, settings: dict[str, Any]) -> str:
     if not cmp.compared:
         return f"{cn} ({how}): not compared (one side has no data)."
     counts = s["counts"]
-    geo = geomean_sentence(s, cmp.candidate, cmp.baseline, cmp.confidence).rstrip(".")
+    geo = geomean_sentence(s, cmp.candidate, cmp.baseline, cmp.confidence, prefix="like_for_like_",
+                           what="like-for-like").rstrip(".")
     cpu = ""
     if finite(s.get("cpu_geomean_ratio")):
         cpu = "; " + geomean_sentence(s, cmp.candidate, cmp.baseline, cmp.confidence, prefix="cpu_").rstrip(".")
     return (f"{cn} ({how}): {counts['win']} wins, {counts['loss']} losses, {counts['tie']} ties, "
-            f"{counts['inconclusive']} inconclusive of {s['n_compared']}; {geo}{cpu}.")
+            f"{counts['inconclusive']} inconclusive of {s.get('n_like_for_like', s['n_compared'])} like-for-like "
+            f"rows; {geo}{cpu}.")
 
 
 def _cores(meta: dict[str, dict[str, Any]]) -> int | None:

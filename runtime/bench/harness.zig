@@ -25,6 +25,7 @@
 //! counter increments to the read).
 
 const std = @import("std");
+const assert = std.debug.assert;
 const ampere = @import("ampere");
 const constants = @import("constants.zig");
 const metrics = @import("metrics.zig");
@@ -39,6 +40,41 @@ pub const Sample = struct {
     cpu_ns: u64,
     alloc_bytes: u64,
     alloc_count: u64,
+    /// The clock readings that bracket the sample (`Mark`): CLOCK_MONOTONIC and the process
+    /// CPU clock at the start and at the stop. `Span` joins the first sample's start to the last
+    /// one's stop. Zero in samples not made by a `Mark` (unit tests).
+    start_ns: u64 = 0,
+    start_cpu_ns: u64 = 0,
+    stop_ns: u64 = 0,
+    stop_cpu_ns: u64 = 0,
+};
+
+/// The whole measured part of one case in one invocation: from the first measured sample's
+/// start to the last one's stop, the gaps between samples (untimed set-up, checks, a worker
+/// spinning on after the last join) included. Its CPU time is the process CPU clock (all
+/// threads) over that span; `ops` the operations of its samples. The `<runtime>.span.csv`
+/// row of the case (output.zig, data/README.md).
+pub const Span = struct {
+    iterations: u64,
+    ops: u64,
+    elapsed_ns: u64,
+    cpu_ns: u64,
+
+    /// The span of `samples` (in the order they were measured), each of `ops_per_sample` ops.
+    pub fn of(samples: []const Sample, ops_per_sample: u64) Span {
+        assert(samples.len > 0);
+        const first = samples[0];
+        const last = samples[samples.len - 1];
+        assert(last.stop_ns >= first.start_ns);
+        return .{
+            .iterations = samples.len,
+            .ops = samples.len * ops_per_sample,
+            // Clamped to 1 like a sample's elapsed_ns (the contract: elapsed_ns >= 1).
+            .elapsed_ns = @max(last.stop_ns - first.start_ns, 1),
+            // The process CPU clock never goes back; saturating as in `Mark.stop`.
+            .cpu_ns = last.stop_cpu_ns -| first.start_cpu_ns,
+        };
+    }
 };
 
 /// CLOCK_MONOTONIC in nanoseconds: the clock Rust's `Instant` reads, through the same glibc
@@ -87,6 +123,10 @@ pub const Mark = struct {
             .cpu_ns = now_cpu_ns -| self.started_cpu_ns,
             .alloc_bytes = counts.bytes,
             .alloc_count = counts.count,
+            .start_ns = self.started_ns,
+            .start_cpu_ns = self.started_cpu_ns,
+            .stop_ns = now_ns,
+            .stop_cpu_ns = now_cpu_ns,
         };
     }
 };
@@ -504,6 +544,27 @@ test "the CPU clock is process-wide: it counts another thread's work" {
     thread.join(); // this thread sleeps in join: nearly all CPU time is the other thread's
     const s = mark.stop();
     try testing.expect(s.cpu_ns >= 2 * std.time.ns_per_ms);
+}
+
+test "a span runs from the first sample's start to the last one's stop, gaps included" {
+    const samples = [_]Sample{
+        .{ .elapsed_ns = 10, .cpu_ns = 8, .alloc_bytes = 0, .alloc_count = 0, .start_ns = 1000, .start_cpu_ns = 500, .stop_ns = 1010, .stop_cpu_ns = 508 },
+        .{ .elapsed_ns = 20, .cpu_ns = 30, .alloc_bytes = 0, .alloc_count = 0, .start_ns = 1100, .start_cpu_ns = 600, .stop_ns = 1120, .stop_cpu_ns = 630 },
+    };
+    const span = Span.of(&samples, 7);
+    try testing.expectEqual(Span{ .iterations = 2, .ops = 14, .elapsed_ns = 120, .cpu_ns = 130 }, span);
+    // Spinning in the gap (CPU outside both samples) is in the span: 130 > 8 + 30.
+    try testing.expect(span.cpu_ns > samples[0].cpu_ns + samples[1].cpu_ns);
+}
+
+test "a real mark's stamps bracket its sample" {
+    var counting = CountingAllocator.init(testing.allocator);
+    const first = Mark.start(&counting).stop();
+    const second = Mark.start(&counting).stop();
+    try testing.expect(first.start_ns > 0 and first.stop_ns - first.start_ns == @max(first.elapsed_ns, 1) or first.elapsed_ns == 1);
+    try testing.expect(second.start_ns >= first.stop_ns and second.start_cpu_ns >= first.stop_cpu_ns);
+    const span = Span.of(&.{ first, second }, 1);
+    try testing.expect(span.elapsed_ns >= first.elapsed_ns + second.elapsed_ns);
 }
 
 test "case keys and list lines" {

@@ -218,6 +218,11 @@ fn run(gpa: std.mem.Allocator, io: std.Io, counting: *CountingAllocator, args: [
         output.checkNew(io, path) catch return Exit.fail(2, "{s} exists (results are never overwritten)", .{path});
         if (!output.parentExists(io, path)) return Exit.fail(2, "{s}: folder does not exist", .{std.fs.path.dirname(path) orelse "."});
     }
+    if (options.csv) |path| {
+        var span_buffer: [std.fs.max_path_bytes]u8 = undefined;
+        const span = output.spanPath(&span_buffer, path) catch return Exit.fail(2, "{s}: path too long", .{path});
+        output.checkNew(io, span) catch return Exit.fail(2, "{s} exists (results are never overwritten)", .{span});
+    }
     if (options.meta) |path| {
         const exit = writeMeta(io, gpa, path);
         if (exit.code != 0) return exit;
@@ -233,6 +238,9 @@ fn run(gpa: std.mem.Allocator, io: std.Io, counting: *CountingAllocator, args: [
         defer text.deinit();
         output.writeCsv(&text.writer, impl.name, options.invocation, outcomes.items) catch return Exit.fail(1, "out of memory", .{});
         output.writeAtomic(io, path, text.written()) catch |err| return Exit.fail(1, "{s}: {s}", .{ path, @errorName(err) });
+        var span_buffer: [std.fs.max_path_bytes]u8 = undefined;
+        output.writeSpanFile(io, gpa, &span_buffer, path, impl.name, options.invocation, outcomes.items) catch |err|
+            return Exit.fail(1, "{s}: span file: {s}", .{ path, @errorName(err) });
     }
     const variant = variants.Variant{ .name = impl.name, .runtime = impl.name };
     const written = if (options.json)
@@ -345,6 +353,11 @@ test "every io benchmark runs, checks itself and writes one row per iteration an
     // 14 cases × 2 iterations × 2 worker counts; worker count 2 first.
     try testing.expectEqual(@as(usize, 14 * 2 * 2), rows);
     try testing.expectEqual(@as(usize, 14 * 2), rows_at_two);
+    const span_text = try tmp.dir.readFileAlloc(testing.io, "io.span.csv", testing.allocator, .limited(1 << 20));
+    defer testing.allocator.free(span_text);
+    try testing.expect(std.mem.startsWith(u8, span_text, output.span_header ++ "\n"));
+    // One span row per case and worker count.
+    try testing.expectEqual(@as(usize, 1 + 14 * 2), std.mem.count(u8, span_text, "\n"));
     const meta_text = try tmp.dir.readFileAlloc(testing.io, "io.meta.json", testing.allocator, .limited(1 << 20));
     defer testing.allocator.free(meta_text);
     const parsed = try std.json.parseFromSlice(std.json.Value, testing.allocator, meta_text, .{});

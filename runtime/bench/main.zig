@@ -64,6 +64,7 @@ const benches = [_]Bench{
     micro(2, "channel_recv", sync_tiers.channelRecv),
     micro(2, "channel_roundtrip", sync_tiers.channelRoundtrip),
     micro(2, "oneshot", sync_tiers.oneshot),
+    micro(2, "oneshot_owned", sync_tiers.oneshotOwned),
     micro(2, "broadcast", sync_tiers.broadcast),
     micro(2, "watch", sync_tiers.watch),
     micro(2, "watch_rc", sync_tiers.watchRc),
@@ -115,7 +116,7 @@ fn microOps(name: []const u8, c: *const Constants) u64 {
     if (eql(u8, name, "yield_many")) return c.yield_tasks * c.yield_per_task;
     if (eql(u8, name, "ping_pong")) return c.ping_pong_rounds;
     if (eql(u8, name, "chained_spawn")) return c.chain_length;
-    const channel_benches = [_][]const u8{ "channel_send", "channel_recv", "channel_roundtrip", "oneshot", "broadcast", "watch", "watch_rc", "broadcast_rc" };
+    const channel_benches = [_][]const u8{ "channel_send", "channel_recv", "channel_roundtrip", "oneshot", "oneshot_owned", "broadcast", "watch", "watch_rc", "broadcast_rc" };
     for (channel_benches) |channel| if (eql(u8, name, channel)) return c.channel_ops;
     return c.sync_ops;
 }
@@ -245,6 +246,11 @@ fn run(gpa: std.mem.Allocator, io: std.Io, counting: *CountingAllocator, args: [
         output.checkNew(io, path) catch return usageError("{s} exists (results are never overwritten)", .{path});
         if (!output.parentExists(io, path)) return usageError("{s}: folder does not exist", .{std.fs.path.dirname(path) orelse "."});
     }
+    if (options.csv) |path| {
+        var span_buffer: [std.fs.max_path_bytes]u8 = undefined;
+        const span = output.spanPath(&span_buffer, path) catch return Exit.fail(2, "{s}: path too long", .{path});
+        output.checkNew(io, span) catch return usageError("{s} exists (results are never overwritten)", .{span});
+    }
     if (options.meta) |path| {
         var arena = std.heap.ArenaAllocator.init(gpa);
         defer arena.deinit();
@@ -301,6 +307,9 @@ fn run(gpa: std.mem.Allocator, io: std.Io, counting: *CountingAllocator, args: [
         defer text.deinit();
         output.writeCsv(&text.writer, variant.name, options.invocation, outcomes.items) catch return Exit.fail(1, "out of memory", .{});
         output.writeAtomic(io, path, text.written()) catch |err| return Exit.fail(1, "{s}: {s}", .{ path, @errorName(err) });
+        var span_buffer: [std.fs.max_path_bytes]u8 = undefined;
+        output.writeSpanFile(io, gpa, &span_buffer, path, variant.name, options.invocation, outcomes.items) catch |err|
+            return Exit.fail(1, "{s}: span file: {s}", .{ path, @errorName(err) });
     }
     const written = if (options.json)
         output.writeSummary(out, &variant, options.profile, options.invocation, &c, worker_counts, outcomes.items)
@@ -348,7 +357,7 @@ test "list, json and table" {
     defer aw.deinit();
     try testing.expectEqual(@as(u8, 0), runArgs(&counting, "--quick --list", &aw.writer).code);
     try testing.expect(std.mem.startsWith(u8, aw.written(), "micro 0 floor_cas_store\nmicro 0 floor_fetch_add\nmicro 1 mutex\n"));
-    try testing.expectEqual(@as(usize, 29), std.mem.count(u8, aw.written(), "\n")); // the micro suite
+    try testing.expectEqual(@as(usize, 30), std.mem.count(u8, aw.written(), "\n")); // the micro suite
     aw.clearRetainingCapacity();
     try testing.expectEqual(@as(u8, 0), runArgs(&counting, "--quick --json --filter fetch", &aw.writer).code);
     const parsed = try std.json.parseFromSlice(std.json.Value, testing.allocator, aw.written(), .{});
@@ -357,7 +366,7 @@ test "list, json and table" {
     try testing.expectEqual(@as(i64, 2000), entry.get("ops_per_iter").?.integer);
     aw.clearRetainingCapacity();
     try testing.expectEqual(@as(u8, 0), runArgs(&counting, "--quick --set sync_ops=10 --set channel_ops=10 --set num_workers=2", &aw.writer).code);
-    try testing.expect(std.mem.indexOf(u8, aw.written(), "(29 benchmarks, runtime ampere)") != null);
+    try testing.expect(std.mem.indexOf(u8, aw.written(), "(30 benchmarks, runtime ampere)") != null);
 }
 
 test "the net suite lists its cases in canonical order (same as the Rust side)" {
@@ -504,6 +513,26 @@ test "quick run writes csv and meta, and never overwrites" {
     try testing.expectEqualStrings("ampere", parsed.value.object.get("runtime").?.string);
     try testing.expectEqualStrings("ampere", parsed.value.object.get("variant").?.string);
     try testing.expectEqual(@as(i64, 2), parsed.value.object.get("schema_version").?.integer);
+    // The span file beside the CSV: one row per case, its span at least its samples' sum.
+    const span_text = try tmp.dir.readFileAlloc(testing.io, "ampere.span.csv", testing.allocator, .limited(1 << 20));
+    defer testing.allocator.free(span_text);
+    var span_lines = std.mem.splitScalar(u8, span_text, '\n');
+    try testing.expectEqualStrings(output.span_header, span_lines.next().?);
+    const span_first = span_lines.next().?;
+    try testing.expect(std.mem.startsWith(u8, span_first, "ampere,1,micro,0,floor_cas_store,,0,3,6000,"));
+    try testing.expectEqual(@as(usize, 1 + 2 + 1), std.mem.count(u8, span_text, "\n") + 1);
+    var span_columns = std.mem.splitScalar(u8, span_first, ',');
+    for (0..9) |_| _ = span_columns.next();
+    const span_ns = try std.fmt.parseInt(u64, span_columns.next().?, 10);
+    var sample_sum_ns: u64 = 0;
+    var sample_lines = std.mem.splitScalar(u8, text, '\n');
+    _ = sample_lines.next();
+    for (0..3) |_| {
+        var fields = std.mem.splitScalar(u8, sample_lines.next().?, ',');
+        for (0..8) |_| _ = fields.next();
+        sample_sum_ns += try std.fmt.parseInt(u64, fields.next().?, 10);
+    }
+    try testing.expect(span_ns >= sample_sum_ns);
     try testing.expectEqual(@as(u8, 2), run(testing.allocator, testing.io, &counting, &args, &aw.writer).code);
 }
 
@@ -576,6 +605,7 @@ test "ops follow the README table" {
     try testing.expectEqual(@as(u64, 100_000), microOps("watch", &c));
     try testing.expectEqual(@as(u64, 100_000), microOps("watch_rc", &c));
     try testing.expectEqual(@as(u64, 100_000), microOps("broadcast_rc", &c));
+    try testing.expectEqual(@as(u64, 100_000), microOps("oneshot_owned", &c));
     try testing.expectEqual(@as(u64, 10_002), microOps("rwlock_contended", &c));
     try testing.expectEqual(@as(u64, 1_000), microOps("task_spawn_batch", &c));
     try testing.expectEqual(@as(u64, 200_000), microOps("yield_many", &c));

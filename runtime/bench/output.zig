@@ -35,6 +35,31 @@ pub fn writeCsv(out: *Writer, runtime: []const u8, invocation: u64, outcomes: []
     }
 }
 
+/// The header of `<runtime>.span.csv` (data/README.md): one row per case and invocation, the
+/// whole measured span of the case (`harness.Span`), keyed like the CSV rows.
+pub const span_header = "runtime,invocation,suite,tier,benchmark,param,workers,iterations,ops,elapsed_ns,cpu_ns";
+
+/// The span CSV of every case (one row each; a case without samples has none).
+pub fn writeSpanCsv(out: *Writer, runtime: []const u8, invocation: u64, outcomes: []const Outcome) Writer.Error!void {
+    try out.print("{s}\n", .{span_header});
+    for (outcomes) |outcome| {
+        if (outcome.samples.len == 0) continue;
+        const case = &outcome.case;
+        const span = harness.Span.of(outcome.samples, case.ops);
+        try out.print("{s},{d},{s},{d},{s},{s},{d},{d},{d},{d},{d}\n", .{
+            runtime,         invocation, case.suite,      case.tier,   case.name, case.param(),
+            case.workers, span.iterations, span.ops, span.elapsed_ns, span.cpu_ns,
+        });
+    }
+}
+
+/// Where the span CSV of `--csv PATH` goes: beside it, `X.csv` -> `X.span.csv` (a path not
+/// ending in `.csv` gets `.span.csv` appended).
+pub fn spanPath(buffer: []u8, csv_path: []const u8) error{NoSpaceLeft}![]const u8 {
+    const stem = if (std.mem.endsWith(u8, csv_path, ".csv")) csv_path[0 .. csv_path.len - 4] else csv_path;
+    return std.fmt.bufPrint(buffer, "{s}.span.csv", .{stem});
+}
+
 /// A JSON float as serde_json writes it: shortest round-trip digits, `.0` if integral.
 fn writeFloat(out: *Writer, value: f64) Writer.Error!void {
     if (!std.math.isFinite(value)) return out.writeAll("null");
@@ -369,6 +394,24 @@ pub fn parentExists(io: std.Io, path: []const u8) bool {
     return true;
 }
 
+/// Writes the span CSV of `--csv csv_path` beside it (`spanPath`), atomically; the path it
+/// wrote is put in `path_buffer` for the caller's error message.
+pub fn writeSpanFile(
+    io: std.Io,
+    gpa: std.mem.Allocator,
+    path_buffer: []u8,
+    csv_path: []const u8,
+    runtime: []const u8,
+    invocation: u64,
+    outcomes: []const Outcome,
+) (FileError || error{ NoSpaceLeft, OutOfMemory })!void {
+    const path = try spanPath(path_buffer, csv_path);
+    var text = std.Io.Writer.Allocating.init(gpa);
+    defer text.deinit();
+    writeSpanCsv(&text.writer, runtime, invocation, outcomes) catch return error.OutOfMemory;
+    try writeAtomic(io, path, text.written());
+}
+
 /// Writes `text` to `path` atomically: a temporary file in the same folder, then a rename.
 /// Refuses to replace an existing file.
 pub fn writeAtomic(io: std.Io, path: []const u8, text: []const u8) FileError!void {
@@ -428,6 +471,24 @@ test "csv has a header and one row per sample, with cpu_ns and workers" {
         "ampere.nospin,2,micro,4,task_spawn,,0,10,100,90,2,0,0\n" ++
         "ampere.nospin,2,micro,4,task_spawn,,1,10,120,130,2,20,2\n" ++
         "ampere.nospin,2,echo,0,echo_f64,n=10,0,10,100,90,1,0,0\n", aw.written());
+}
+
+test "span csv: one row per case from the first sample's start to the last one's stop" {
+    var aw = Writer.Allocating.init(testing.allocator);
+    defer aw.deinit();
+    const stamped = [_]harness.Sample{
+        .{ .elapsed_ns = 100, .cpu_ns = 90, .alloc_bytes = 0, .alloc_count = 0, .start_ns = 5000, .start_cpu_ns = 700, .stop_ns = 5100, .stop_cpu_ns = 790 },
+        .{ .elapsed_ns = 120, .cpu_ns = 130, .alloc_bytes = 0, .alloc_count = 0, .start_ns = 5400, .start_cpu_ns = 1200, .stop_ns = 5520, .stop_cpu_ns = 1330 },
+    };
+    const spawn = try Outcome.init(harness.Case.micro(4, "task_spawn", 10).withWorkers(2), &stamped, testing.allocator);
+    const echo = try Outcome.init(harness.Case.echo("echo_f64", "n={d}", 10, 10, 8), stamped[0..1], testing.allocator);
+    try writeSpanCsv(&aw.writer, "ampere", 3, &.{ spawn, echo });
+    try testing.expectEqualStrings(span_header ++ "\n" ++
+        "ampere,3,micro,4,task_spawn,,2,2,20,520,630\n" ++
+        "ampere,3,echo,0,echo_f64,n=10,1,1,10,100,90\n", aw.written());
+    var buffer: [64]u8 = undefined;
+    try testing.expectEqualStrings("out/ampere.3.span.csv", try spanPath(&buffer, "out/ampere.3.csv"));
+    try testing.expectEqualStrings("results.span.csv", try spanPath(&buffer, "results"));
 }
 
 test "summary is valid JSON of the documented shape" {

@@ -410,6 +410,38 @@ pub fn oneshot(ctx: *Ctx) Error!void {
     }
 }
 
+/// One op: `OwnedOneshot(u64).init` (the channel's one allocation), `send(i)`, `tryRecv()`
+/// which must return i, give the receiver up (the sender is consumed by `send`; the last half
+/// frees the state). Tokio's semantics — either half may outlive the other — and Tokio's cost
+/// model (one allocation and one free per channel); the Rust side is oneshot's.
+pub fn oneshotOwned(ctx: *Ctx) Error!void {
+    const c = ctx.constants;
+    const ops = c.channel_ops;
+    const gpa = ctx.allocator();
+    var k: u64 = 0;
+    while (k < c.warmup + c.iterations) : (k += 1) {
+        var matched: u64 = 0;
+        var failed = false;
+        const mark = ctx.markStart();
+        var i: u64 = 0;
+        while (i < ops) : (i += 1) {
+            var tx, var rx = channel.OwnedOneshot(u64).init(gpa) catch {
+                failed = true;
+                break;
+            };
+            tx.send(i) catch {};
+            if (blackBox(&rx).tryRecv()) |v| {
+                if (v == i) matched += 1;
+            } else |_| {}
+            rx.deinit();
+        }
+        const sample = mark.stop();
+        if (failed) return ctx.fail("out of memory creating an owned oneshot", .{});
+        try ctx.expectEq("owned oneshot values received", matched, ops);
+        ctx.record(k, c.warmup, sample);
+    }
+}
+
 /// Most broadcast receivers the benchmark supports (the receivers live in a fixed array).
 pub const broadcast_receivers_max = 64;
 
@@ -625,6 +657,18 @@ test "every tier 0-2 benchmark passes its check" {
             try testing.expectEqual(@as(u64, 0), s.alloc_count);
         }
     }
+}
+
+test "the owned oneshot benchmark allocates one state per op and frees it" {
+    const c = try tinyConstants();
+    // testing.allocator under the counter: a state left unfreed fails the test as a leak.
+    var counting = harness.CountingAllocator.init(testing.allocator);
+    var samples: [2]harness.Sample = undefined;
+    const case = harness.Case.micro(2, "oneshot_owned", c.channel_ops);
+    var ctx = Ctx{ .constants = &c, .counting = &counting, .case = &case, .samples = &samples };
+    try oneshotOwned(&ctx);
+    try testing.expectEqual(@as(usize, 2), ctx.recorded().len);
+    for (ctx.recorded()) |s| try testing.expectEqual(c.channel_ops, s.alloc_count);
 }
 
 test "sum below matches a loop" {

@@ -10,6 +10,7 @@
 //! happens-before edge from the workers' increments to the read, so `Relaxed` suffices.
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
@@ -72,13 +73,55 @@ pub fn read() -> Counts {
 
 /// One measured iteration (or echo batch): wall time, process CPU time and allocations
 /// during it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Sample {
     pub elapsed_ns: u64,
     /// Process CPU time (user + system, all threads) consumed during the iteration.
     pub cpu_ns: u64,
     pub alloc_bytes: u64,
     pub alloc_count: u64,
+    /// The readings that bracket the sample (`Mark`): the monotonic clock (nanoseconds since
+    /// a per-process origin, `origin()`) and the process CPU clock at the start and at the
+    /// stop. `Span` joins the first sample's start to the last one's stop. Zero in samples not
+    /// made by a `Mark` (unit tests).
+    pub start_ns: u64,
+    pub start_cpu_ns: u64,
+    pub stop_ns: u64,
+    pub stop_cpu_ns: u64,
+}
+
+/// The whole measured part of one case in one invocation: from the first measured sample's
+/// start to the last one's stop, the gaps between samples included (untimed set-up, checks, a
+/// worker spinning on after the last join), with the process CPU time (all threads) over that
+/// span and the operations of its samples. The `<runtime>.span.csv` row of the case (the Zig
+/// side's `harness.Span`; data/README.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    pub iterations: u64,
+    pub ops: u64,
+    pub elapsed_ns: u64,
+    pub cpu_ns: u64,
+}
+
+impl Span {
+    /// The span of `samples` (in the order they were measured), each of `ops_per_sample` ops.
+    pub fn of(samples: &[Sample], ops_per_sample: u64) -> Span {
+        let (first, last) = (samples.first().expect("a span of no samples"), samples.last().unwrap());
+        assert!(last.stop_ns >= first.start_ns, "samples out of order");
+        Span {
+            iterations: samples.len() as u64,
+            ops: samples.len() as u64 * ops_per_sample,
+            // Clamped to 1 like a sample's elapsed_ns; CPU saturating like `Mark::stop`.
+            elapsed_ns: (last.stop_ns - first.start_ns).max(1),
+            cpu_ns: last.stop_cpu_ns.saturating_sub(first.start_cpu_ns),
+        }
+    }
+}
+
+/// The origin of the samples' monotonic stamps: the first `Mark::start` of the process.
+fn origin() -> Instant {
+    static ORIGIN: OnceLock<Instant> = OnceLock::new();
+    *ORIGIN.get_or_init(Instant::now)
 }
 
 #[cfg(not(all(target_os = "linux", target_pointer_width = "64")))]
@@ -131,6 +174,8 @@ pub struct Mark {
 impl Mark {
     #[inline]
     pub fn start() -> Mark {
+        // The stamps' origin exists before the bracket (set on the process's first mark).
+        let _ = origin();
         reset();
         let started_cpu_ns = process_cpu_ns();
         Mark { started_cpu_ns, started: Instant::now() }
@@ -138,7 +183,8 @@ impl Mark {
 
     #[inline]
     pub fn stop(self) -> Sample {
-        let elapsed = self.started.elapsed();
+        let now = Instant::now();
+        let elapsed = now.duration_since(self.started);
         let now_cpu_ns = process_cpu_ns();
         let counts = read();
         // A zero-length sample is impossible on a monotonic clock with real work; clamp to 1
@@ -147,13 +193,35 @@ impl Mark {
         // The process CPU clock never goes back (exited threads' time stays in the sum);
         // saturating all the same, like the Zig side.
         let cpu_ns = now_cpu_ns.saturating_sub(self.started_cpu_ns);
-        Sample { elapsed_ns, cpu_ns, alloc_bytes: counts.bytes, alloc_count: counts.count }
+        let base = origin();
+        Sample {
+            elapsed_ns,
+            cpu_ns,
+            alloc_bytes: counts.bytes,
+            alloc_count: counts.count,
+            start_ns: self.started.duration_since(base).as_nanos() as u64,
+            start_cpu_ns: self.started_cpu_ns,
+            stop_ns: now.duration_since(base).as_nanos() as u64,
+            stop_cpu_ns: now_cpu_ns,
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_span_runs_from_the_first_start_to_the_last_stop_gaps_included() {
+        let first = Sample { elapsed_ns: 10, cpu_ns: 8, start_ns: 1000, start_cpu_ns: 500, stop_ns: 1010, stop_cpu_ns: 508, ..Default::default() };
+        let second = Sample { elapsed_ns: 20, cpu_ns: 30, start_ns: 1100, start_cpu_ns: 600, stop_ns: 1120, stop_cpu_ns: 630, ..Default::default() };
+        let span = Span::of(&[first, second], 7);
+        assert_eq!(span, Span { iterations: 2, ops: 14, elapsed_ns: 120, cpu_ns: 130 });
+        let a = Mark::start().stop();
+        let b = Mark::start().stop();
+        assert!(b.start_ns >= a.stop_ns && b.start_cpu_ns >= a.stop_cpu_ns);
+        assert!(Span::of(&[a, b], 1).elapsed_ns >= a.elapsed_ns + b.elapsed_ns);
+    }
 
     #[test]
     fn counts_allocations_inside_a_mark() {

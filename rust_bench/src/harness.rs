@@ -208,7 +208,7 @@ mod tests {
     use super::*;
 
     fn sample(ns: u64) -> Sample {
-        Sample { elapsed_ns: ns, cpu_ns: 2 * ns, alloc_bytes: 8, alloc_count: 1 }
+        Sample { elapsed_ns: ns, cpu_ns: 2 * ns, alloc_bytes: 8, alloc_count: 1, ..Default::default() }
     }
 
     #[test]
@@ -270,7 +270,7 @@ mod tests {
         assert_eq!(start_line(&spawn), "# start suite=micro benchmark=task_spawn param= workers=2");
         let echo = Case::echo("echo_f64", "n=10".into(), 10, 8);
         assert_eq!(start_line(&echo), "# start suite=echo benchmark=echo_f64 param=n=10 workers=1");
-        let sample = Sample { elapsed_ns: 100, cpu_ns: 250, alloc_bytes: 0, alloc_count: 0 };
+        let sample = Sample { elapsed_ns: 100, cpu_ns: 250, alloc_bytes: 0, alloc_count: 0, ..Default::default() };
         assert_eq!(
             done_line(&Outcome { case: echo, samples: vec![sample] }),
             "# done suite=echo benchmark=echo_f64 param=n=10 workers=1 median_ns_per_op=10.000 median_cpu_ns_per_op=25.000"

@@ -91,6 +91,7 @@ fn benches() -> Vec<Bench> {
         micro(2, "channel_recv", Sync(s::channel_recv)),
         micro(2, "channel_roundtrip", Sync(s::channel_roundtrip)),
         micro(2, "oneshot", Sync(s::oneshot)),
+        micro(2, "oneshot_owned", Sync(s::oneshot_owned)),
         micro(2, "broadcast", Sync(s::broadcast)),
         micro(2, "watch", Sync(s::watch)),
         micro(2, "watch_rc", Sync(s::watch_rc)),
@@ -141,7 +142,7 @@ fn micro_ops(name: &str, c: &Constants) -> u64 {
         "yield_many" => c.yield_tasks * c.yield_per_task,
         "ping_pong" => c.ping_pong_rounds,
         "chained_spawn" => c.chain_length,
-        "channel_send" | "channel_recv" | "channel_roundtrip" | "oneshot" | "broadcast" | "watch" | "watch_rc"
+        "channel_send" | "channel_recv" | "channel_roundtrip" | "oneshot" | "oneshot_owned" | "broadcast" | "watch" | "watch_rc"
         | "broadcast_rc" => c.channel_ops,
         _ => c.sync_ops,
     }
@@ -294,7 +295,8 @@ fn run(args: &[String]) -> Result<(), Failure> {
         }
         return Ok(());
     }
-    for path in [&options.csv, &options.meta].into_iter().flatten() {
+    let span = options.csv.as_deref().map(output::span_path);
+    for path in [&options.csv, &options.meta, &span].into_iter().flatten() {
         output::check_new(path).map_err(Failure::Usage)?;
         let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
         if let Some(dir) = parent {
@@ -327,6 +329,8 @@ fn run(args: &[String]) -> Result<(), Failure> {
 
     if let Some(path) = &options.csv {
         output::write_atomic(path, &output::csv(&variant.name, options.invocation, &outcomes)).map_err(Failure::Run)?;
+        let span = output::span_path(path);
+        output::write_atomic(&span, &output::span_csv(&variant.name, options.invocation, &outcomes)).map_err(Failure::Run)?;
     }
     if options.json {
         let summary = output::summary(&variant, &options.profile, options.invocation, &constants, &worker_counts, &outcomes);
@@ -363,7 +367,7 @@ mod tests {
     #[test]
     fn canonical_list_has_every_benchmark_once() {
         let names: Vec<&str> = benches().iter().map(|b| b.name).collect();
-        assert_eq!(names.len(), 48);
+        assert_eq!(names.len(), 49);
         let mut unique = names.clone();
         unique.sort();
         unique.dedup();
@@ -374,7 +378,7 @@ mod tests {
     fn selection_by_suite_and_filter() {
         let c = Constants::load("full").unwrap();
         let micro = select(&cli::parse(&[]).unwrap(), &c);
-        assert_eq!(micro.len(), 29);
+        assert_eq!(micro.len(), 30);
         assert_eq!(micro[0].0.name, "floor_cas_store");
         let echo = select(&cli::parse(&strings("--suite echo")).unwrap(), &c);
         // 3 × 3 batch sizes + 18 bytes sizes (8 B … 1 MiB) + 7 shared sizes (8 … 512 B).
@@ -505,6 +509,15 @@ mod tests {
         assert!(rows[1].starts_with("tokio,1,micro,1,mutex,,0,2000,"));
         assert_eq!(rows[1].split(',').nth(10), Some("0"), "workers: Tier 1 has no runtime");
         assert!(rows.iter().any(|r| r.starts_with("tokio,1,echo,0,echo_f64,n=10,1,10,")));
+        // The span file beside the CSV: one row per case (mutex, mutex_contended, io_mutex_contended, echo n=1, n=10).
+        let span = std::fs::read_to_string(dir.join("tokio.span.csv")).unwrap();
+        let spans: Vec<&str> = span.lines().collect();
+        assert_eq!(spans[0], output::SPAN_HEADER);
+        assert_eq!(spans.len(), 1 + 5);
+        assert!(spans[1].starts_with("tokio,1,micro,1,mutex,,0,3,6000,"));
+        let span_ns: u64 = spans[1].split(',').nth(9).unwrap().parse().unwrap();
+        let sum_ns: u64 = rows[1..4].iter().map(|r| r.split(',').nth(8).unwrap().parse::<u64>().unwrap()).sum();
+        assert!(span_ns >= sum_ns, "span {span_ns} < sum of its samples {sum_ns}");
         let meta_json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&meta).unwrap()).unwrap();
         assert_eq!(meta_json["compiler"], "rustc");
         assert_eq!(meta_json["variant"], "tokio");

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::constants::Constants;
+use crate::alloc::Span;
 use crate::harness::Outcome;
 use crate::variants::Variant;
 
@@ -116,6 +117,34 @@ pub fn csv(runtime: &str, invocation: u64, outcomes: &[Outcome]) -> String {
         }
     }
     out
+}
+
+/// The header of `<runtime>.span.csv` (data/README.md; the Zig side's `span_header`).
+pub const SPAN_HEADER: &str = "runtime,invocation,suite,tier,benchmark,param,workers,iterations,ops,elapsed_ns,cpu_ns";
+
+/// The span CSV: one row per case, its whole measured span (`Span`), keyed like the CSV rows.
+pub fn span_csv(runtime: &str, invocation: u64, outcomes: &[Outcome]) -> String {
+    let mut out = String::from(SPAN_HEADER);
+    out.push('\n');
+    for outcome in outcomes.iter().filter(|o| !o.samples.is_empty()) {
+        let case = &outcome.case;
+        let span = Span::of(&outcome.samples, case.ops);
+        let _ = writeln!(
+            out,
+            "{runtime},{invocation},{},{},{},{},{},{},{},{},{}",
+            case.suite, case.tier, case.name, case.param, case.workers, span.iterations, span.ops, span.elapsed_ns,
+            span.cpu_ns
+        );
+    }
+    out
+}
+
+/// Where the span CSV of `--csv PATH` goes: beside it, `X.csv` -> `X.span.csv` (a path not
+/// ending in `.csv` gets `.span.csv` appended).
+pub fn span_path(csv: &std::path::Path) -> std::path::PathBuf {
+    let text = csv.to_string_lossy();
+    let stem = text.strip_suffix(".csv").unwrap_or(&text);
+    std::path::PathBuf::from(format!("{stem}.span.csv"))
 }
 
 /// The summary JSON (`--json`). `worker_counts` are the Tier 3–4 counts of the run; with
@@ -317,8 +346,8 @@ mod tests {
         Outcome {
             case,
             samples: vec![
-                Sample { elapsed_ns: 100, cpu_ns: 90, alloc_bytes: 0, alloc_count: 0 },
-                Sample { elapsed_ns: 120, cpu_ns: 130, alloc_bytes: 20, alloc_count: 2 },
+                Sample { elapsed_ns: 100, cpu_ns: 90, alloc_bytes: 0, alloc_count: 0, ..Default::default() },
+                Sample { elapsed_ns: 120, cpu_ns: 130, alloc_bytes: 20, alloc_count: 2, ..Default::default() },
             ],
         }
     }
@@ -353,6 +382,23 @@ mod tests {
                 "tokio.x,2,echo,0,echo_f64,n=10,0,10,100,90,1,0,0",
             ]
         );
+    }
+
+    #[test]
+    fn span_csv_has_one_row_per_case_from_the_first_start_to_the_last_stop() {
+        let stamped = |elapsed_ns, cpu_ns, start_ns, start_cpu_ns| Sample {
+            elapsed_ns, cpu_ns, start_ns, start_cpu_ns, stop_ns: start_ns + elapsed_ns, stop_cpu_ns: start_cpu_ns + cpu_ns,
+            ..Default::default()
+        };
+        let mut spawn = outcome_of(Case::micro(4, "task_spawn", 10).with_workers(2));
+        spawn.samples = vec![stamped(100, 90, 5000, 700), stamped(120, 130, 5400, 1200)];
+        let mut echo = outcome_of(Case::echo("echo_f64", "n=10".into(), 10, 8));
+        echo.samples = vec![stamped(100, 90, 5000, 700)];
+        let text = span_csv("tokio", 3, &[spawn, echo]);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines, vec![SPAN_HEADER, "tokio,3,micro,4,task_spawn,,2,2,20,520,630", "tokio,3,echo,0,echo_f64,n=10,1,1,10,100,90"]);
+        assert_eq!(span_path(Path::new("out/tokio.3.csv")), Path::new("out/tokio.3.span.csv"));
+        assert_eq!(span_path(Path::new("results")), Path::new("results.span.csv"));
     }
 
     #[test]

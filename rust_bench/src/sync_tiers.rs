@@ -343,6 +343,12 @@ pub fn oneshot(c: &Constants) -> Samples {
     })
 }
 
+/// oneshot_owned: Tokio's oneshot already has owned halves (an `Arc`'d state, one allocation
+/// per channel), so the op is oneshot's; the ampere side uses `OwnedOneshot`.
+pub fn oneshot_owned(c: &Constants) -> Samples {
+    oneshot(c)
+}
+
 /// One op on a broadcast channel of capacity `broadcast_capacity` with `broadcast_receivers`
 /// receivers (created untimed): one `send(i)`, then one `try_recv()` on each receiver, each
 /// of which must return i.
@@ -491,13 +497,13 @@ mod tests {
     #[test]
     fn every_sync_benchmark_passes_its_check() {
         let c = tiny();
-        let benches: [(&str, fn(&Constants) -> Samples); 18] = [
+        let benches: [(&str, fn(&Constants) -> Samples); 19] = [
             ("floor_cas_store", floor_cas_store), ("floor_fetch_add", floor_fetch_add),
             ("mutex", mutex), ("rwlock_read", rwlock_read), ("rwlock_write", rwlock_write),
             ("semaphore", semaphore), ("oncecell_get", oncecell_get), ("oncecell_set", oncecell_set),
             ("notify", notify), ("barrier", barrier), ("channel_send", channel_send),
             ("channel_recv", channel_recv), ("channel_roundtrip", channel_roundtrip),
-            ("oneshot", oneshot), ("broadcast", broadcast), ("watch", watch),
+            ("oneshot", oneshot), ("oneshot_owned", oneshot_owned), ("broadcast", broadcast), ("watch", watch),
             ("watch_rc", watch_rc), ("broadcast_rc", broadcast_rc),
         ];
         for (name, bench) in benches {

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import compare, diff_runs, fairness, load_run
+from analysis import compare, diff_runs, fairness, load_run, span_cpu
 from analysis.benchmarks import BENCHMARK_COLUMNS, RUNTIME_COLUMNS
 from analysis.compare import ECHO_COLUMNS
 from analysis_fakes import meta_for, rows_for, run_json, standard_rows, write_run
@@ -17,7 +17,7 @@ from analysis_fakes import meta_for, rows_for, run_json, standard_rows, write_ru
 def test_frames_and_verdicts(data_dir):
     result = compare("latest", data_dir=data_dir)
     b = result.benchmarks.set_index("label")
-    assert list(result.benchmarks.columns) == BENCHMARK_COLUMNS
+    assert list(result.benchmarks.columns) == BENCHMARK_COLUMNS + list(span_cpu.COLUMNS)
     assert list(result.runtimes.columns) == RUNTIME_COLUMNS
     # canonical order: controls, tiers 1-4, echo
     assert result.benchmarks["label"].tolist() == [
@@ -63,7 +63,10 @@ def test_summary_counts_and_lines(data_dir):
     result = compare("latest", data_dir=data_dir)
     s = result.summary
     assert s["n_compared"] == 7  # controls excluded
-    assert sum(s["counts"].values()) == 7
+    # The headline counts like-for-like rows only: oneshot and echo_f64 (the caller-owned oneshot) are not.
+    assert s["n_like_for_like"] == 4 and sum(s["counts"].values()) == 4 and sum(s["all_counts"].values()) == 7
+    assert s["not_like_for_like"] == ["oneshot", "echo_f64 n=1", "echo_f64 n=10"]
+    assert s["like_for_like_geomean_n"] == 4 and s["geomean_n"] == 7 and s["cpu_geomean_n"] == 4
     assert s["by_suite"]["micro"]["n_compared"] == 5 and s["by_suite"]["echo"]["n_compared"] == 2
     assert set(s["controls"]) == {"floor_cas_store", "floor_fetch_add"}
     assert set(s["controls"].values()) <= {"tie", "inconclusive"}  # 3 invocations: t with 2 df is wide
@@ -71,9 +74,11 @@ def test_summary_counts_and_lines(data_dir):
     # totals: tokio allocates 64 (oncecell_set) + 72 (oneshot) + 2 + 128; ampere 2 + 128
     assert micro["total_bytes_per_op"] == {"tokio": 266.0, "ampere": 130.0}
     lines = "\n".join(s["lines"])
-    assert "micro (tiers 1-4): ampere wins: 1 / 5   Tokio wins: 1 / 5" in lines
+    wins, losses = micro["counts"]["win"], micro["counts"]["loss"]
+    assert f"micro (tiers 1-4): like-for-like rows: ampere wins: {wins} / 4   Tokio wins: {losses} / 4" in lines
+    assert "not like for like: oneshot" in lines
     assert "Total bytes per op: ampere 130.0  Tokio 266.0 (2.0x less)" in lines
-    assert "geometric mean CPU ratio Tokio/ampere: " in lines
+    assert "geometric mean CPU ratio (per sample), like-for-like rows Tokio/ampere: " in lines
     lo, hi = micro["geomean_ratio_ci"]
     assert lo <= micro["geomean_ratio"] <= hi
 
@@ -121,7 +126,8 @@ def test_single_runtime_describes_instead_of_comparing(tmp_path):
 def test_benchmark_missing_on_one_side(tmp_path):
     data = tmp_path / "data"
     tokio = [r for r in standard_rows("tokio") if r[4] != "mutex"]
-    write_run(data, rows={"tokio": tokio})
+    write_run(data, rows={"tokio": tokio},
+              info=run_json("20261122T101500Z-lab1", declared_benchmarks={"mutex": "tokio's side left out"}))
     result = compare("latest", data_dir=data)
     mutex = result.benchmarks.set_index("label").loc["mutex"]
     assert not mutex["compared"] and pd.isna(mutex["verdict"])
@@ -346,7 +352,11 @@ def test_inconclusive_control_is_reported_as_unresolved_not_as_different_harness
     assert result.benchmarks["verdict"].tolist() == ["inconclusive"]
     message = result.diagnostics.set_index("code").loc["control_not_tie", "message"]
     assert message.startswith("control not shown to tie") and "harnesses differ" not in message
-    assert result.summary["lines"][-1].endswith("not all shown to tie: intervals too wide for the tie band")
+    line = result.summary["lines"][-1]
+    # the control's interval and the band it does fit in, beside the verdict
+    assert line.startswith("controls: floor_fetch_add inconclusive (") and ", within ±" in line
+    assert line.endswith("not shown to tie within ±5%: the intervals are wider than the tie band, so the harnesses "
+                         "are not shown to agree to that precision")
 
 
 # -- diff and history ---------------------------------------------------------------------------

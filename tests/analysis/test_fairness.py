@@ -140,3 +140,14 @@ def test_every_benchmark_has_a_row_with_a_valid_semantics_cell():
         like_for_like(name)  # Raises on a malformed cell.
     assert like_for_like("floor_cas_store") and like_for_like("watch_rc") and like_for_like("broadcast_rc")
     assert not like_for_like("yield_many") and semantics_note("yield_many").startswith("Tokio's `yield_now`")
+
+
+def test_the_headline_rows_are_marked_honestly():
+    """Issue 25 item 4: what the headline leaves out, and the owned oneshot it counts instead."""
+    assert like_for_like("oneshot_owned")
+    for name in ("oneshot", "ping_pong", "chained_spawn", *ECHO_ORDER):
+        assert not like_for_like(name) and "caller-owned" in semantics_note(name), name
+    assert not like_for_like("channel_mpmc") and "async-channel" in semantics_note("channel_mpmc")
+    for name in ("watch", "broadcast"):
+        assert not like_for_like(name) and semantics_note(name).startswith("plain data"), name
+    assert not like_for_like("yield_many")

@@ -26,10 +26,10 @@ from analysis_fakes import REPO
 
 PACKAGE = REPO / "analysis"
 LAYERS: dict[str, list[str]] = {
-    "loading": ["errors", "files", "schema", "bench_csv", "metrics", "load", "fairness"],
+    "loading": ["errors", "files", "schema", "bench_csv", "metrics", "span", "load", "fairness"],
     "statistics": ["stats", "ranks", "coverage", "modes"],
-    "comparison": ["benchmarks"],
-    "diagnostics": ["diagnostics"],
+    "comparison": ["benchmarks", "span_cpu"],
+    "diagnostics": ["sanity", "diagnostics"],
     "results": ["summary", "compare", "artefact", "history", "net", "iosuite", "machines"],
     "presentation": ["fmt", "document", "render", "tables", "words", "figures", "figures.style", "figures.overview",
                      "figures.distributions", "figures.echo", "figures.net", "figures.io", "figures.scaling", "figures.history", "figures.machines",

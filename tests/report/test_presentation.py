@@ -85,7 +85,8 @@ def test_forest_plot_groups_tiers_controls_first_and_colours_verdicts(two_runtim
     assert "log scale" in texts["xlabels"][0] and "ampere faster" in texts["xlabels"][0]
     assert any("tie band" in t for t in texts["legend"])
     assert {"win (candidate better)", "loss (candidate worse)"} <= set(texts["legend"])
-    assert not any("not like for like" in t for t in texts["legend"])  # every row is like for like here
+    # oneshot and echo_f64 are built on the caller-owned oneshot: not like for like (fairness table)
+    assert any("not like for like" in t for t in texts["legend"])
     ax = fig.axes[0]
     labels = [t.get_text() for t in ax.get_yticklabels()]
     assert labels[:3] == ["Tier 0 — controls (must tie)", "floor_cas_store", "floor_fetch_add"]
@@ -395,14 +396,17 @@ def test_headline_in_words(two_runtime_run):
     _, cmp = comparison(data)
     lines = words.headline_sentences(cmp)
     s = cmp.summary
-    lo, hi = s["geomean_ratio_ci"]
-    n = s["geomean_n"]
-    assert lines[0].startswith(f"Of {s['n_compared']} compared benchmarks, ampere wins {s['counts']['win']}, "
-                               f"Tokio wins {s['counts']['loss']}")
-    if s["geomean_ratio"] >= 1:
-        expected = f"ampere is {s['geomean_ratio']:.2f}× faster than Tokio on the geometric mean of {n} benchmarks (95% CI {lo:.2f}–{hi:.2f}×)"
+    lo, hi = s["like_for_like_geomean_ratio_ci"]
+    n = f"{s['like_for_like_geomean_n']} like-for-like"  # the headline geometric mean
+    assert lines[0].startswith(f"Of {s['n_like_for_like']} like-for-like benchmarks, ampere wins "
+                               f"{s['counts']['win']}, Tokio wins {s['counts']['loss']}")
+    assert f"{s['n_compared'] - s['n_like_for_like']} more compared rows are not like for like" in lines[0]
+    assert "oneshot, echo_f64 n=1, echo_f64 n=10" in lines[0]
+    ratio = s["like_for_like_geomean_ratio"]
+    if ratio >= 1:
+        expected = f"ampere is {ratio:.2f}× faster than Tokio on the geometric mean of {n} benchmarks (95% CI {lo:.2f}–{hi:.2f}×)"
     else:
-        expected = f"ampere is {1 / s['geomean_ratio']:.2f}× slower than Tokio on the geometric mean of {n} benchmarks (95% CI {1 / hi:.2f}–{1 / lo:.2f}×)"
+        expected = f"ampere is {1 / ratio:.2f}× slower than Tokio on the geometric mean of {n} benchmarks (95% CI {1 / hi:.2f}–{1 / lo:.2f}×)"
     assert any(line.startswith(expected) for line in lines), lines
     assert any(line.startswith("Tier 0 controls") for line in lines)
 
