@@ -18,7 +18,7 @@ help:
 	@echo "make report   set up, build, run both benchmarks, analyse, write reports/<run_id>/index.html"
 	@echo "make test     set up, then every test (zig, tsan, cargo, pytest, end-to-end smoke, browser)"
 	@echo "make build    build both benchmark programs (python -m analysis build)"
-	@echo "make bench    benchmarks only: a new run folder in data/runs/ (SUITE=micro|echo|net|io|all, BENCH_ARGS=...)"
+	@echo "make bench    benchmarks only: a new run folder in data/runs/ (SUITE=micro|echo|net|io|http|all, BENCH_ARGS=...)"
 	@echo "make lab      JupyterLab on notebooks/"
 
 setup:

@@ -6,10 +6,13 @@
 //!   zig build fiber-bench  fiber switch, spawn + await and idle-memory measurements
 //!   zig build test-tsan    the same tests under ThreadSanitizer (LLVM backend), smoke intensity
 //!   zig build bench        builds and runs the ampere benchmark (ReleaseFast); args after `--`
-//!   zig build io-bench-build   the io suite's program per std.Io implementation (ReleaseFast):
-//!                          io_bench_threaded always, io_bench_zio with -Dzio=true (the lazy
-//!                          zio package), io_bench_ampere with -Dio-ampere=true (Runtime.io())
-//!   zig build test-io      the io program's tests on std.Io.Threaded (and on zio with -Dzio=true)
+//!   zig build io-bench-build   the io suite's program and the http suite's server per std.Io
+//!                          implementation (ReleaseFast): io_bench_threaded and
+//!                          http_server_threaded always, io_bench_zio and http_server_zio with
+//!                          -Dzio=true (the lazy zio package), io_bench_ampere and
+//!                          http_server_ampere with -Dio-ampere=true (Runtime.io())
+//!   zig build test-io      the io program's and the http server's tests on std.Io.Threaded
+//!                          (and on zio with -Dzio=true, ampere.io with -Dio-ampere=true)
 //!   zig build compare      builds both programs and runs the benchmarks (analysis orchestrator,
 //!                          `python -m analysis bench --build --compare`), prints the table
 //!
@@ -28,6 +31,8 @@ const zio_commit = "25fc2daa2834862e970e57776a5b9d6329b3d593";
 const IoImpl = struct {
     name: []const u8,
     exe: []const u8,
+    /// The http suite's server on the same implementation (runtime/bench/http_server.zig).
+    http_exe: []const u8,
     version: []const u8,
     zio_commit: ?[]const u8 = null,
 };
@@ -131,17 +136,17 @@ pub fn build(b: *std.Build) void {
     const with_ampere_io = b.option(bool, "io-ampere", "Build the io program on ampere's std.Io (Runtime.io())") orelse false;
     const io_build = b.step("io-bench-build", "Build the io suite's program for each std.Io implementation");
     const io_test = b.step("test-io", "Run the io program's tests (std.Io.Threaded; zio with -Dzio=true)");
-    const threaded_io = IoImpl{ .name = "zig.threaded", .exe = "io_bench_threaded", .version = builtin.zig_version_string };
+    const threaded_io = IoImpl{ .name = "zig.threaded", .exe = "io_bench_threaded", .http_exe = "http_server_threaded", .version = builtin.zig_version_string };
     addIoProgram(b, target, optimize, test_filters, bench_ampere, threaded_io, null, io_build, io_test);
     test_step.dependOn(io_test);
     if (with_zio) {
         if (b.lazyDependency("zio", .{ .target = target, .optimize = .ReleaseFast })) |zio| {
-            const zio_io = IoImpl{ .name = "zio", .exe = "io_bench_zio", .version = zio_version, .zio_commit = zio_commit };
+            const zio_io = IoImpl{ .name = "zio", .exe = "io_bench_zio", .http_exe = "http_server_zio", .version = zio_version, .zio_commit = zio_commit };
             addIoProgram(b, target, optimize, test_filters, bench_ampere, zio_io, zio.module("zio"), io_build, io_test);
         }
     }
     if (with_ampere_io) {
-        const ampere_io = IoImpl{ .name = "ampere.io", .exe = "io_bench_ampere", .version = "0.1.0" };
+        const ampere_io = IoImpl{ .name = "ampere.io", .exe = "io_bench_ampere", .http_exe = "http_server_ampere", .version = "0.1.0" };
         addIoProgram(b, target, optimize, test_filters, bench_ampere, ampere_io, null, io_build, io_test);
     }
 
@@ -240,6 +245,20 @@ fn addIoProgram(
         .filters = filters,
     });
     test_step.dependOn(&b.addRunArtifact(tests).step);
+
+    // The http suite's server: the same source on the same implementation.
+    const http_release = ioModule(b, target, .ReleaseFast, ampere, options, zio);
+    http_release.root_source_file = b.path("runtime/bench/http_server.zig");
+    const http_exe = b.addExecutable(.{ .name = io_impl.http_exe, .root_module = http_release });
+    build_step.dependOn(&b.addInstallArtifact(http_exe, .{}).step);
+    const http_tests_module = ioModule(b, target, optimize, ampere, options, zio);
+    http_tests_module.root_source_file = b.path("runtime/bench/http_server.zig");
+    const http_tests = b.addTest(.{
+        .name = b.fmt("{s}-tests", .{io_impl.http_exe}),
+        .root_module = http_tests_module,
+        .filters = filters,
+    });
+    test_step.dependOn(&b.addRunArtifact(http_tests).step);
 }
 
 fn ioModule(

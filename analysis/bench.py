@@ -75,11 +75,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import child, schema
+from . import child, httpbench, schema
 from .build import AMPERE_IO_ABSENT, AMPERE_IO_BUILT, BINARIES, IO_PROGRAMS, REPO_ROOT, RUNTIMES, build, io_absent
 from .compare import compare
 from .errors import AnalysisError, DataError, RunFailed
 from .files import atomic_writer, write_json_atomic
+from .http_csv import http_path, match_rows, read_http_csv, write_http_csv
 from .load import read_bench_csv, read_json_object, runs_dir, validate_meta_json
 from .metrics import SUFFIX as METRICS_SUFFIX
 from .metrics import metrics_path, read_metrics_file
@@ -185,6 +186,8 @@ class BenchOptions:
             return self.runtimes
         if self.suite == "io":
             return IO_DEFAULT_VARIANTS
+        if self.suite == "http":
+            return httpbench.HTTP_DEFAULT_VARIANTS
         if self.suite == "all" and self.profile == "full":
             return tuple(dict.fromkeys(DEFAULT_VARIANTS["full"] + IO_DEFAULT_VARIANTS))
         return DEFAULT_VARIANTS[self.profile]
@@ -218,6 +221,25 @@ class BenchOptions:
     def suite_for(self, variant: str) -> str:
         """`--suite` of a variant's program: the io programs run only the io suite."""
         return "io" if variant in IO_PROGRAMS else self.suite
+
+    @property
+    def runs_programs(self) -> bool:
+        """Whether the benchmark programs run (every suite but http, which only serves)."""
+        return self.suite != "http"
+
+    @property
+    def runs_http(self) -> bool:
+        """Whether the http suite runs: `--suite http`, and the full profile's `--suite all`."""
+        return self.suite == "http" or (self.suite == "all" and self.profile == "full")
+
+    def http_runtimes(self, variants: tuple[str, ...]) -> tuple[str, ...]:
+        """The variants with an http server (the std.Io implementations and tokio)."""
+        return tuple(v for v in variants if v in httpbench.HTTP_SERVERS)
+
+    @property
+    def program_sets(self) -> list[str]:
+        """The --set overrides the programs get (the http_* keys are the orchestrator's)."""
+        return [item for item in self.sets if not item.startswith("http_")]
 
 
 def program_of(variant: str) -> str:
@@ -350,7 +372,10 @@ def load_profile(root: Path, profile: str) -> dict[str, Any]:
     profiles = doc.get("profiles")
     if not isinstance(profiles, dict) or not isinstance(profiles.get(profile), dict):
         raise DataError(path, f'no profile "{profile}" under "profiles"')
-    return dict(profiles[profile])
+    http = doc.get("http_profiles", {}).get(profile, {})
+    if not isinstance(http, dict) or not all(k.startswith("http_") for k in http):
+        raise DataError(path, f'"http_profiles": "{profile}" must be an object of http_* keys')
+    return {**profiles[profile], **http}
 
 
 def _parse_value(text: str, like: Any) -> Any:
@@ -672,7 +697,7 @@ def bench_command(options: BenchOptions, variant: str, index: int, csv: Path, me
     for item in options.filters:
         cmd += ["--filter", item]
     cmd += ["--workers", ",".join(map(str, options.worker_counts))]
-    for item in options.sets:
+    for item in options.program_sets:
         cmd += ["--set", item]
     cmd += ["--invocation", str(index), "--csv", str(csv), "--meta", str(meta)]
     return cmd + (["--metrics", str(metrics)] if metrics is not None else [])
@@ -693,6 +718,8 @@ def plan(options: BenchOptions, folder: Path, metrics_variants: tuple[str, ...] 
     (round 0: a b c, round 1: b c a, round 2: c a b), so that no runtime always runs first or
     always after the same neighbour (schema 3); the variants in `metrics_variants` (their
     program takes --metrics) record runtime metrics."""
+    if not options.runs_programs:
+        return []
     return [_invocation(options, folder, v, k, warmup=False,
                         metrics=v in metrics_variants and records_metrics(k, options.invocation_count))
             for k in range(options.invocation_count) for v in rotated(options.variant_names, k)]
@@ -716,23 +743,29 @@ def rotated(names: tuple[str, ...], round_index: int) -> tuple[str, ...]:
 
 def plan_warmup(options: BenchOptions, folder: Path) -> list[Invocation]:
     """The discarded warm-up: one invocation of every variant, in order (none with --no-warmup)."""
-    if not options.warmup:
+    if not options.warmup or not options.runs_programs:
         return []
     return [_invocation(options, folder, v, 0, warmup=True) for v in options.variant_names]
 
 
-def finish(options: BenchOptions, folder: Path, invocations: list[Invocation]) -> list[str]:
-    """Merge, validate and copy meta; returns warnings for run.json."""
+def finish(options: BenchOptions, folder: Path, invocations: list[Invocation],
+           http: "httpbench.HttpResult | None" = None) -> list[str]:
+    """Merge, validate and copy meta (and write the http rows); returns warnings for run.json."""
     warnings: list[str] = []
     for rt in options.variant_names:
         mine = [inv for inv in invocations if inv.runtime == rt]
         target = folder / f"{rt}.csv"
+        http_rows = stage_http_rows(folder, rt, http)
         try:
-            merge_csvs([inv.csv for inv in mine], target)
-            read_bench_csv(target, rt)
+            merge_csvs([inv.csv for inv in mine] + http_rows, target)
+            rows = read_bench_csv(target, rt)
+            if http_rows:
+                write_http_latency(folder, rt, http, rows)
         except DataError as exc:
             raise StepFailed("merge", str(exc), rt) from None
         metas = [read_json_object(inv.meta) for inv in mine]
+        if not metas and http is not None and rt in http.metas:
+            metas = [read_json_object(http.metas[rt])]
         for inv, meta in zip(mine[1:], metas[1:]):
             if meta != metas[0]:
                 differ = sorted(k for k in set(meta) | set(metas[0]) if meta.get(k) != metas[0].get(k))
@@ -763,6 +796,26 @@ def _merge_spans(folder: Path, variant: str, mine: list[Invocation], merged_csv:
     except DataError as exc:
         raise StepFailed("merge", str(exc), variant) from None
     return []
+
+
+def stage_http_rows(folder: Path, runtime: str, http: "httpbench.HttpResult | None") -> list[Path]:
+    """The runtime's http rows as one staging CSV (schema 2 header), [] without any."""
+    rows = http.rows.get(runtime, []) if http is not None else []
+    if not rows:
+        return []
+    part = folder / STAGING / f"{runtime}.http-rows.csv"
+    with atomic_writer(part) as out:
+        out.write(",".join(schema.CSV_COLUMNS) + "\n")
+        out.writelines(",".join(str(r[c]) for c in schema.CSV_COLUMNS) + "\n" for r in rows)
+    return [part]
+
+
+def write_http_latency(folder: Path, runtime: str, http: "httpbench.HttpResult", rows: Any) -> None:
+    """`<runtime>.http.csv` (atomically), validated against the merged CSV's http rows."""
+    target = http_path(folder, runtime)
+    with atomic_writer(target) as out:
+        out.write(write_http_csv(target, http.latency[runtime]))
+    match_rows(target, read_http_csv(target, runtime), rows)
 
 
 def _merge_metrics(folder: Path, variant: str, mine: list[Invocation]) -> list[str]:
@@ -802,11 +855,11 @@ def constants_warnings(options: BenchOptions) -> list[str]:
     return out
 
 
-def suites_present(options: BenchOptions, invocations: list[Invocation]) -> list[str]:
+def suites_present(options: BenchOptions, invocations: list[Invocation], http_ran: bool = False) -> list[str]:
     """The suites asked for: the one named, or for `all` those the programs produced rows of."""
     if options.suite != "all":
         return [options.suite]
-    seen: set[str] = set()
+    seen: set[str] = {"http"} if http_ran else set()
     for inv in invocations:
         with open(inv.csv, encoding="utf-8") as handle:
             header = handle.readline().rstrip("\r\n").lstrip("\ufeff").split(",")
@@ -832,21 +885,28 @@ def absent_sides(options: BenchOptions) -> dict[str, str]:
     for name in options.variant_names:
         if name not in IO_PROGRAMS:
             continue
+        # --suite http runs the io programs' servers only; any other suite runs the io program
+        binary = httpbench.http_binary(options.root, name) if not options.runs_programs else options.binary_for(name)
         if name == "ampere.io" and not AMPERE_IO_BUILT:
             absent[name] = AMPERE_IO_ABSENT
-        elif not os.access(options.binary_for(name), os.X_OK):
-            absent[name] = recorded.get(name) or f"no binary {options.binary_for(name)} (python -m analysis build)"
+        elif not os.access(binary, os.X_OK):
+            absent[name] = recorded.get(name) or f"no binary {binary} (python -m analysis build)"
     return absent
 
 
 def check_suite(options: BenchOptions) -> None:
-    """The io suite runs on the io programs and tokio: an ampere variant has no io rows yet."""
-    if options.suite != "io":
-        return
-    native = [v for v in options.variant_names if v not in IO_PROGRAMS and program_of(v) != "tokio"]
-    if native:
-        raise AnalysisError(f"--suite io: {native[0]} has no io rows (the io suite runs on "
-                            f"{', '.join(IO_DEFAULT_VARIANTS)})")
+    """The io suite runs on the io programs and tokio: an ampere variant has no io rows yet; the
+    http suite on the runtimes with an http server (the same)."""
+    if options.suite == "io":
+        native = [v for v in options.variant_names if v not in IO_PROGRAMS and program_of(v) != "tokio"]
+        if native:
+            raise AnalysisError(f"--suite io: {native[0]} has no io rows (the io suite runs on "
+                                f"{', '.join(IO_DEFAULT_VARIANTS)})")
+    if options.suite == "http":
+        serverless = [v for v in options.variant_names if v not in httpbench.HTTP_SERVERS]
+        if serverless:
+            raise AnalysisError(f"--suite http: {serverless[0]} has no http server (the http suite runs on "
+                                f"{', '.join(httpbench.HTTP_SERVERS)})")
 
 
 def run_bench(options: BenchOptions) -> Path:
@@ -877,12 +937,17 @@ def run_bench(options: BenchOptions) -> Path:
     with child.interrupts_raise():
         try:
             _execute(options, state, warmups, invocations)
-            warnings = finish(options, folder, invocations) + constants_warnings(options)
-            suites = suites_present(options, invocations)
+            http, no_rows, http_warnings = _execute_http(options, state, constants)
+            absent.update(no_rows)
+            options = replace(options, runtimes=tuple(v for v in options.variant_names if v not in no_rows))
+            warnings = finish(options, folder, invocations, http) + constants_warnings(options) + http_warnings
+            suites = suites_present(options, invocations, http is not None and any(http.rows.values()))
             with child.signals_deferred():  # complete means complete: run.json is never half-done
                 shutil.rmtree(folder / STAGING, ignore_errors=True)
                 info = run_info(options, state, variants, constants, overrides, suites, warmups, invocations,
                                 warnings, absent)
+                if http is not None:
+                    info["http"] = http.record
                 info["elapsed_s"] = round(time.monotonic() - clock, 1)
                 write_json_atomic(folder / "run.json", info)
         except StepFailed as failure:
@@ -903,7 +968,7 @@ def run_bench(options: BenchOptions) -> Path:
 
 def _execute(options: BenchOptions, state: _Run, warmups: list[Invocation], invocations: list[Invocation]) -> None:
     missing = [f"{name}: {binary}" for name, binary in options.distinct_binaries().items()
-               if not os.access(binary, os.X_OK)]
+               if options.runs_programs and not os.access(binary, os.X_OK)]
     if missing:
         raise StepFailed("check binaries", f"missing or not executable: {'; '.join(missing)} "
                          "(build them with --build or python -m analysis build)")
@@ -923,6 +988,40 @@ def _execute(options: BenchOptions, state: _Run, warmups: list[Invocation], invo
         run_invocation(inv, options.timeout_s)
         check_outputs(inv, options.worker_counts)
     state.current = None
+
+
+def _execute_http(options: BenchOptions, state: _Run,
+                  constants: dict[str, Any]) -> tuple["httpbench.HttpResult | None", dict[str, str], list[str]]:
+    """The http suite (analysis/httpbench.py) on the run's runtimes with a server: its result,
+    the runtimes left without any row (absent, with the reason) and warnings."""
+    runtimes = options.http_runtimes(options.variant_names) if options.runs_http else ()
+    if not runtimes:
+        return None, {}, []
+    settings = httpbench.HttpSettings.of(constants)
+    if settings.problems():
+        raise StepFailed("http", f"http settings: {settings.problems()[0]}")
+    tokio = options.binary_for("tokio")
+    missing = [f"{rt}: {httpbench.http_binary(options.root, rt, tokio)}" for rt in runtimes
+               if not os.access(httpbench.http_binary(options.root, rt, tokio), os.X_OK)]
+    if missing:
+        raise StepFailed("check binaries", f"http servers missing: {'; '.join(missing)} (python -m analysis build)")
+    try:
+        ctx = httpbench.context(options.root, state.folder, constants, options.timeout_s,
+                                servers=httpbench.default_servers(options.root, tokio))
+    except FileNotFoundError:
+        if options.suite == "http":
+            raise StepFailed("check wrk", "wrk is not installed (scripts/bootstrap.sh installs the Debian package "
+                             "wrk)") from None
+        return None, {}, ["wrk is not installed: the http suite did not run (scripts/bootstrap.sh installs it)"]
+    state.current = None
+    result = httpbench.run_http(ctx, runtimes, rotated)
+    no_rows = {rt: "every http sample of it failed (run.json http.failed_samples)" for rt in runtimes
+               if not result.rows[rt] and not options.runs_programs}
+    if len(no_rows) == len(runtimes):
+        raise StepFailed("http", f"every http sample failed; first: {ctx.failures[0]['reason'] if ctx.failures else '?'}")
+    warnings = ([f"http: {len(ctx.failures)} failed samples or servers (run.json http.failed_samples); first: "
+                 f"{ctx.failures[0]['runtime']}: {ctx.failures[0]['reason']}"] if ctx.failures else [])
+    return result, no_rows, warnings
 
 
 def _interrupted(state: _Run, stop: child.Interrupted) -> StepFailed:
@@ -975,8 +1074,8 @@ def run_info(options: BenchOptions, state: _Run, variants: dict[str, Variant], c
 
 
 #: meta.json fields that say what a runtime is (schema 3 `runtimes[].versions`).
-VERSION_FIELDS = ("runtime_version", "compiler", "compiler_version", "tokio_version", "zio_version", "zio_commit",
-                  "build_mode")
+VERSION_FIELDS = ("runtime_version", "compiler", "compiler_version", "tokio_version", "hyper_version", "zio_version",
+                  "zio_commit", "build_mode")
 
 
 def runtime_entries(folder: Path, variants: tuple[str, ...],
@@ -998,7 +1097,7 @@ def _record_failure(options: BenchOptions, state: _Run, failure: StepFailed) -> 
     shutil.rmtree(folder / STAGING, ignore_errors=True)
     for variant in options.variant_names:
         for name in (f"{variant}.csv", f"{variant}.meta.json", metrics_path(folder, variant).name,
-                     span_path(folder, variant).name):
+                     span_path(folder, variant).name, http_path(folder, variant).name):
             (folder / name).unlink(missing_ok=True)
     record = {"run_id": state.run_id, "status": "failed", **failure.record(), "command_line": options.command_line,
               "started_utc": iso(state.started), "failed_utc": iso(utc_now())}

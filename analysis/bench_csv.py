@@ -21,7 +21,7 @@ Validation stops at the first problem in file order and raises one line,
    reported as truncated), no stray carriage return, integers as decimal digits (at most 18),
    runtime / benchmark / param names of the contract's syntax;
 4. each row's values: integer ranges (ops >= 1, elapsed_ns >= 1, the others >= 0), runtime
-   equal to the file's runtime, suite micro|echo|net, tier within the suite's range, and the
+   equal to the file's runtime, suite micro|echo|net|io|http, tier within the suite's range, and the
    worker rule of schema 2 (0 on micro Tiers 0-2, 1 on echo rows, >= 1 elsewhere);
 5. the file as a whole: no duplicate row key (schema.ROW_KEY), one (suite, tier) per benchmark.
 Problems of kinds 3 and 4 are reported by line: a bad value on line 5 comes before a bad field

@@ -7,8 +7,8 @@ Every builder goes through this module: `make build` (and so `make bench`/`make 
 | base runtime | binary | command (run from the repository root) |
 |---|---|---|
 | ampere | zig-out/bin/ampere_bench | `.venv/bin/python -m ziglang build bench-build` (ReleaseFast, see build.zig) |
-| tokio | rust_bench/target/release/tokio_bench | `cargo build --release --manifest-path rust_bench/Cargo.toml` |
-| io (`zig.threaded`, `zio`, `ampere.io`) | zig-out/bin/io_bench_threaded, io_bench_zio, io_bench_ampere | `.venv/bin/python -m ziglang build io-bench-build [-Dzio=true] [-Dio-ampere=true]` |
+| tokio | rust_bench/target/release/tokio_bench (also the http suite's hyper server: `tokio_bench http-server`) | `cargo build --release --manifest-path rust_bench/Cargo.toml` |
+| io (`zig.threaded`, `zio`, `ampere.io`) | zig-out/bin/io_bench_threaded, io_bench_zio, io_bench_ampere and the http suite's servers http_server_threaded, http_server_zio, http_server_ampere | `.venv/bin/python -m ziglang build io-bench-build [-Dzio=true] [-Dio-ampere=true]` |
 
 The io programs (runtime/bench/README.md, "Io suite") are one Zig source built per `std.Io`
 implementation. A side that cannot be built is *absent*, with its reason, and the rest of the
@@ -49,6 +49,12 @@ IO_PROGRAMS: dict[str, Path] = {
     "ampere.io": Path("zig-out/bin/io_bench_ampere"),
     "zig.threaded": Path("zig-out/bin/io_bench_threaded"),
     "zio": Path("zig-out/bin/io_bench_zio"),
+}
+#: The http suite's server on each std.Io implementation (built with the io programs).
+HTTP_SERVER_BINARIES: dict[str, Path] = {
+    "ampere.io": Path("zig-out/bin/http_server_ampere"),
+    "zig.threaded": Path("zig-out/bin/http_server_threaded"),
+    "zio": Path("zig-out/bin/http_server_zio"),
 }
 #: Where each build puts its program, relative to the repository root.
 BINARIES: dict[str, Path] = {
@@ -182,6 +188,7 @@ def build_io(root: Path) -> dict[str, str]:
         _run_step(root, io_step(root, zio=False))
     for name in absent:
         (root / IO_PROGRAMS[name]).unlink(missing_ok=True)
+        (root / HTTP_SERVER_BINARIES[name]).unlink(missing_ok=True)
     target = root / IO_ABSENT_FILE
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(absent, indent=2) + "\n", encoding="utf-8")

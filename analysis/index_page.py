@@ -15,7 +15,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Sequence
 
-from . import iosuite, schema
+import pandas as pd
+
+from . import httpsuite, iosuite, schema
 from .artefact import RunComparisons
 from .compare import Comparison
 from .words import headline_sentences
@@ -33,6 +35,9 @@ DESCRIPTIONS = {
     "io": "Io suite (one std.Io program on ampere.io, std.Io.Threaded and zio, and Tokio's twins): the matrix "
           "of every runtime (ns/op, CPU ns/op, ratio to the fastest with its interval, the winner per row), one "
           "forest plot per runtime against Tokio, and the price of straight-line code (ampere.io ÷ ampere).",
+    "http": "Http suite (std.http.Server on ampere.io, std.Io.Threaded and zio; hyper on Tokio; load from wrk): "
+            "requests/s, p99 latency and server CPU per request at every connection count with intervals over "
+            "invocations, the failed samples, and one sentence per runtime.",
     "scaling": "The worker sweep: ns/op and CPU ns/op against worker threads for both runtimes, the ratio with "
                "its interval at each count, and how each benchmark scales.",
     "machines": "Every machine of the data folder side by side (host, CPU model, logical cores): each benchmark's "
@@ -98,8 +103,10 @@ def _comparison_rows(cmp: Comparison) -> list[tuple[str, str]]:
     return rows
 
 
-def index_html(rc: RunComparisons, pages: Sequence[Page], command: str, run_folder: str) -> str:
-    """The run's index page: summary in words and figures, links to every report (relative)."""
+def index_html(rc: RunComparisons, pages: Sequence[Page], command: str, run_folder: str,
+               http: pd.DataFrame | None = None) -> str:
+    """The run's index page: summary in words and figures, links to every report (relative);
+    `http` is the run's httpsuite.summary (None or empty: no http section)."""
     esc = html.escape
     info = rc.info
     meta = next((m for m in rc.meta.values() if isinstance(m, dict)), {})
@@ -125,6 +132,7 @@ def index_html(rc: RunComparisons, pages: Sequence[Page], command: str, run_fold
     table = "\n".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
     sentences = "\n".join(f"<li>{esc(s)}</li>" for s in headline_sentences(cmp))
     io_section = _io_section(rc)
+    http_section = _http_section(rc, http)
     links = "\n".join(
         f'<li><a href="{esc(p.html.name)}"><strong>{esc(p.name)}</strong></a> — {esc(DESCRIPTIONS.get(p.name, ""))} '
         f'<br><small>executed notebook: <a href="{esc(p.notebook.name)}">{esc(p.notebook.name)}</a> '
@@ -149,6 +157,7 @@ def index_html(rc: RunComparisons, pages: Sequence[Page], command: str, run_fold
 {sentences}
 </ul>
 {io_section}
+{http_section}
 <h2>Reports</h2>
 <ul class="reports">
 {links}
@@ -170,3 +179,14 @@ def _io_section(rc: RunComparisons) -> str:
     lines = iosuite.runtime_sentences(table, rc.comparisons, absent, rc.baseline)
     items = "\n".join(f"<li>{html.escape(s)}</li>" for s in lines)
     return f"<h2>Io suite: where each runtime stands</h2>\n<ul>\n{items}\n</ul>"
+
+
+def _http_section(rc: RunComparisons, table: pd.DataFrame | None) -> str:
+    """"Http suite" in words: the settings and one sentence per runtime
+    (httpsuite.runtime_sentences), or nothing when the run has no http rows."""
+    if table is None or table.empty:
+        return ""
+    lines = httpsuite.runtime_sentences(table, httpsuite.absent_sides(rc.info, table))
+    items = "\n".join(f"<li>{html.escape(s)}</li>" for s in lines)
+    return (f"<h2>Http suite under wrk: where each runtime stands</h2>\n"
+            f"<p>{html.escape(httpsuite.settings_sentence(rc.info))}</p>\n<ul>\n{items}\n</ul>")

@@ -32,6 +32,8 @@ import pandas as pd
 
 from . import schema
 from .bench_csv import read_bench_csv
+from .http_csv import empty_frame as empty_http_frame
+from .http_csv import http_path, match_rows, read_http_csv
 from .metrics import empty_frame as empty_metrics_frame
 from .metrics import read_run_metrics
 from .span import empty_frame as empty_span_frame
@@ -205,6 +207,9 @@ class Run:
     #: `<runtime>.span.csv` rows (analysis/span.py): the whole measured span of every benchmark
     #: row and invocation; empty when the run has none (not recorded).
     spans: pd.DataFrame = field(default_factory=empty_span_frame)
+    #: The http suite's latency rows of every `<runtime>.http.csv` (analysis/http_csv.py), with a
+    #: `runtime` column; empty when the run has none (every run before the http suite).
+    http: pd.DataFrame = field(default_factory=empty_http_frame)
 
     def rows(self, runtime: str) -> pd.DataFrame:
         return self.data[self.data["runtime"] == runtime]
@@ -266,7 +271,8 @@ def _runtime_files(folder: Path) -> list[str]:
     for item in sorted(folder.iterdir()):
         if item.suffix == ".csv" and not item.name.startswith("."):
             check_no_symlink_loop(item)
-        if item.is_file() and item.suffix == ".csv" and not item.name.startswith(".") and not is_span_file(item):
+        if (item.is_file() and item.suffix == ".csv" and not item.name.startswith(".") and not is_span_file(item)
+                and not item.name.endswith(schema.HTTP_SUFFIX)):
             stem = item.stem
             if schema.RUNTIME_RE.fullmatch(stem):
                 names.append(stem)
@@ -384,9 +390,26 @@ def load_run(spec: str | Path = "latest", data_dir: str | Path | None = None) ->
             validate_meta_json(meta_path, meta[rt], rt)
     metrics = read_run_metrics(folder, info.get("metrics_files"))
     spans = read_run_spans(folder, runtimes, data)
+    http = _read_http(folder, runtimes, frames)
     run_id = str(info.get("run_id") or folder.name)
     return Run(run_id=run_id, path=folder, data=data, meta=meta, info=info, runtimes=tuple(runtimes),
-               schema_version=version, metrics=metrics, spans=spans)
+               schema_version=version, metrics=metrics, spans=spans, http=http)
+
+
+def _read_http(folder: Path, runtimes: list[str], frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """Every runtime's `<runtime>.http.csv`, checked against its CSV's http rows: a runtime with
+    http rows needs the file, and one without them must not have it."""
+    parts = []
+    for rt, rows in zip(runtimes, frames):
+        path = http_path(folder, rt)
+        if path.is_file():
+            latency = read_http_csv(path, rt)
+            match_rows(path, latency, rows)
+            parts.append(latency)
+        elif (rows["suite"] == "http").any():
+            raise DataError(path, f"file not found ({rt}.csv has http rows; their latency percentiles belong here)")
+    parts = [p for p in parts if not p.empty]
+    return pd.concat(parts, ignore_index=True) if parts else empty_http_frame()
 
 
 def _check_absent_sides(folder: Path, run_json: Path, info: dict[str, Any], runtimes: list[str]) -> None:

@@ -1,7 +1,7 @@
 """`python -m analysis report`: execute the notebooks for one run and render them to HTML.
 
     python -m analysis report [RUN] [--data-dir D] [--out-dir reports]
-                              [--notebooks overview,distributions,echo,net,io,scaling,machines,history]
+                              [--notebooks overview,distributions,echo,net,io,http,scaling,machines,history]
 
 Steps
 1. Load and validate the run (`latest` by default) with the analysis loader, and check the
@@ -58,7 +58,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from . import artefact, stats
+from . import artefact, httpsuite, stats
 from .errors import AnalysisError
 from .files import file_mode, write_text_atomic
 from .index_page import Page, index_html
@@ -67,7 +67,7 @@ from .options import positive_float
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_DIR = REPO_ROOT / "notebooks"
-NOTEBOOKS: tuple[str, ...] = ("overview", "distributions", "echo", "net", "io", "scaling", "machines", "history")
+NOTEBOOKS: tuple[str, ...] = ("overview", "distributions", "echo", "net", "io", "http", "scaling", "machines", "history")
 KERNEL_NAME = "ampere-lab"
 KERNEL_DISPLAY_NAME = "Ampere lab (.venv)"
 #: Longest a single notebook cell may run before the report gives up (a hang is a failure).
@@ -356,7 +356,8 @@ def build_report(run_spec: str = "latest", data_dir: str | Path | None = None, o
 
     pages = run_pages(render_page, notebooks, jobs)
     index = target / "index.html"
-    write_text_atomic(index, index_html(result, pages, command, display_path(run.path)))
+    http = httpsuite.summary(run, confidence) if httpsuite.has_http(run) else None
+    write_text_atomic(index, index_html(result, pages, command, display_path(run.path), http))
     return index
 
 

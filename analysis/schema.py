@@ -42,8 +42,9 @@ ROW_KEY: Final[tuple[str, ...]] = ("runtime", "invocation", "benchmark", "param"
 #: run: group with `dropna=False`.
 BENCH_KEY: Final[tuple[str, ...]] = ("suite", "tier", "benchmark", "param", "workers")
 
-SUITES: Final[tuple[str, ...]] = ("micro", "echo", "net", "io")
-TIER_RANGE: Final[dict[str, tuple[int, int]]] = {"micro": (0, 4), "echo": (0, 0), "net": (0, 0), "io": (0, 0)}
+SUITES: Final[tuple[str, ...]] = ("micro", "echo", "net", "io", "http")
+TIER_RANGE: Final[dict[str, tuple[int, int]]] = {"micro": (0, 4), "echo": (0, 0), "net": (0, 0), "io": (0, 0),
+                                                 "http": (0, 0)}
 #: Micro-suite tiers that run without a runtime (their rows have workers = 0).
 NO_RUNTIME_TIERS: Final[tuple[int, ...]] = (0, 1, 2)
 #: Worker count of every echo-suite row (the echo topology is a one-worker runtime).
@@ -80,8 +81,10 @@ IO_ORDER: Final[tuple[str, ...]] = (
     "io_mutex_contended", "io_queue_pingpong", "io_fan_in", "io_fan_out", "io_spawn", "io_spawn_group",
     "io_sleep", "io_tcp_pingpong", "io_tcp_echo_conns", "io_tcp_connect",
 )
+#: The http suite's rows: one per wrk sample of a route at a connection count (`conns=N`).
+HTTP_ORDER: Final[tuple[str, ...]] = ("http_plaintext", "http_bytes")
 SUITE_ORDER: Final[dict[str, tuple[str, ...]]] = {"micro": MICRO_ORDER, "echo": ECHO_ORDER, "net": NET_ORDER,
-                                                  "io": IO_ORDER}
+                                                  "io": IO_ORDER, "http": HTTP_ORDER}
 
 GROUP_TITLES: Final[dict[str, str]] = {
     "micro-0": "Tier 0 — controls (must tie)",
@@ -92,6 +95,7 @@ GROUP_TITLES: Final[dict[str, str]] = {
     "echo-0": "Echo — batch round trips",
     "net-0": "Net — TCP over loopback",
     "io-0": "Io — one std.Io program on every implementation",
+    "http-0": "Http — a plaintext server under wrk",
 }
 
 #: Tiers whose timings become bimodal when the machine has fewer cores than num_workers.
@@ -106,6 +110,10 @@ DISPLAY_NAMES: Final[dict[str, str]] = {"tokio": "Tokio", "ampere": "ampere"}
 KNOWN_RUNTIMES: Final[tuple[str, ...]] = ("ampere", "ampere.nospin", "ampere.io", "zig.threaded", "zio", "tokio")
 #: The runtimes that implement std.Io and run the io program (the io suite's `std.Io` sides).
 STD_IO_RUNTIMES: Final[tuple[str, ...]] = ("ampere.io", "zig.threaded", "zio")
+#: The latency file of the http suite beside `<runtime>.csv` (schema 3): its suffix and columns.
+HTTP_SUFFIX: Final[str] = ".http.csv"
+HTTP_KEY: Final[tuple[str, ...]] = ("invocation", "benchmark", "param", "iteration")
+HTTP_COLUMNS: Final[tuple[str, ...]] = (*HTTP_KEY, "p50_ns", "p90_ns", "p99_ns", "p999_ns", "errors", "non_2xx")
 
 
 def runtime_rank(runtime: str) -> tuple[int, str]:

@@ -29,6 +29,8 @@ fn main() {
     let lock = std::fs::read_to_string("Cargo.lock").unwrap_or_default();
     let tokio = locked_version(&lock, "tokio").unwrap_or_else(|| "unknown".to_string());
     println!("cargo:rustc-env=TOKIO_BENCH_TOKIO_VERSION={tokio}");
+    let hyper = locked_version(&lock, "hyper").unwrap_or_else(|| "unknown".to_string());
+    println!("cargo:rustc-env=TOKIO_BENCH_HYPER_VERSION={hyper}");
 }
 
 /// The value of `-C target-cpu=X` among the flags, or "generic" when none was given.

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Set-up for a fresh Debian machine with Python 3.11 and Rust/cargo (nothing else assumed):
 # creates .venv, installs the project with its pinned dependencies (Zig comes from the
-# `ziglang` wheel), and checks every toolchain piece. With --browser it also installs
-# Debian's chromium if it is missing (the browser test of `make test` needs it).
+# `ziglang` wheel), and checks every toolchain piece. It installs Debian's wrk if it is missing
+# (the http suite's load generator, which `make report` runs), and with --browser Debian's
+# chromium (the browser test of `make test` needs it).
 # Every failure is one line naming the missing piece.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -34,16 +35,24 @@ fi
 zig_version=$(.venv/bin/python -m ziglang version 2>/dev/null) || fail "zig (python -m ziglang) does not run"
 [[ "$zig_version" == "0.16.0" ]] || fail "zig 0.16.0 required, the venv has $zig_version"
 
-if (( want_browser )) && ! command -v chromium >/dev/null; then
-    step "installing chromium (Debian package, for the browser test)"
+# apt_install PACKAGE WHY: a Debian package, as root or through sudo; one line on failure.
+apt_install() {
+    step "installing $1 (Debian package, $2)"
     if [[ $(id -u) -eq 0 ]]; then
-        (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
-            || fail "apt-get install chromium failed"
+        (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >/dev/null) \
+            || fail "apt-get install $1 failed"
     elif command -v sudo >/dev/null; then
-        (sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
-            || fail "apt-get install chromium failed"
+        (sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >/dev/null) \
+            || fail "apt-get install $1 failed"
     else
-        fail "chromium is missing and this user cannot install Debian packages"
+        fail "$1 is missing and this user cannot install Debian packages"
     fi
+}
+
+if ! command -v wrk >/dev/null; then
+    apt_install wrk "the http suite's load generator"
+fi
+if (( want_browser )) && ! command -v chromium >/dev/null; then
+    apt_install chromium "for the browser test"
 fi
 exit 0

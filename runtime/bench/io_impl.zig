@@ -62,4 +62,10 @@ const Ampere = struct {
     pub fn deinit(self: *Ampere) void {
         self.runtime.deinit();
     }
+
+    /// The runtime's event counts so far (`Runtime.metrics()`, JSON), for diagnosis.
+    pub fn writeMetrics(self: *Ampere, out: *std.Io.Writer) std.Io.Writer.Error!void {
+        const snapshot = self.runtime.metrics();
+        try snapshot.writeJson(out);
+    }
 };

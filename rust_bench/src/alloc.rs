@@ -11,16 +11,27 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
 static BYTES: AtomicU64 = AtomicU64::new(0);
 static COUNT: AtomicU64 = AtomicU64::new(0);
+/// Whether allocations are counted (on, except in `http-server`, which records no allocations
+/// and whose worker threads would all update the two shared counters).
+static COUNTING: AtomicBool = AtomicBool::new(true);
+
+/// Switches counting on or off for the rest of the process.
+pub fn set_counting(on: bool) {
+    COUNTING.store(on, Ordering::Relaxed);
+}
 
 pub struct CountingAlloc;
 
 #[inline]
 fn record(size: usize) {
+    if !COUNTING.load(Ordering::Relaxed) {
+        return;
+    }
     BYTES.fetch_add(size as u64, Ordering::Relaxed);
     COUNT.fetch_add(1, Ordering::Relaxed);
 }

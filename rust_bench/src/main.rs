@@ -14,6 +14,7 @@ mod cli;
 mod constants;
 mod echo;
 mod harness;
+mod http_server;
 mod io;
 mod net;
 mod output;
@@ -343,6 +344,16 @@ fn run(args: &[String]) -> Result<(), Failure> {
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("http-server") {
+        // The http suite's server (src/http_server.rs): its own protocol, not a benchmark run.
+        return match http_server::main(&args[1..]) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err((message, code)) => {
+                eprintln!("error: {message}");
+                ExitCode::from(code)
+            }
+        };
+    }
     match run(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Run(message)) => {

@@ -127,6 +127,29 @@ RUNTIME = "{runtime}"
 COLUMNS = "runtime,invocation,suite,tier,benchmark,param,iteration,ops,elapsed_ns,cpu_ns,workers,alloc_bytes,alloc_count"
 MICRO = [(0, "floor_cas_store", 5.0), (1, "mutex", 12.0), (3, "mutex_contended", 150.0)]
 
+if sys.argv[1:2] == ["http-server"]:  # tokio_bench's http server: each connection = 100 requests
+    import socket, threading
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    if "--meta" in sys.argv:
+        path = sys.argv[sys.argv.index("--meta") + 1]
+        with open(path + ".tmp", "w") as f:
+            json.dump({{"runtime": RUNTIME, "variant": RUNTIME, "variant_settings": {{}}, "runtime_version": "1",
+                       "compiler": "fake", "hyper_version": "1.0.0", "machine": {{"logical_cores": 8}}}}, f)
+        os.replace(path + ".tmp", path)
+    print(f"listening {{listener.getsockname()[1]}}", flush=True)
+    count = [0]
+    def accept():
+        while True:
+            conn, _ = listener.accept()
+            count[0] += 100
+            conn.close()
+    threading.Thread(target=accept, daemon=True).start()
+    sys.stdin.read()
+    print(f"requests {{count[0]}}", flush=True)
+    sys.exit(0)
+
 p = argparse.ArgumentParser()
 p.add_argument("--variant", default=RUNTIME)
 p.add_argument("--suite", default="micro")

@@ -26,15 +26,15 @@ from analysis_fakes import REPO
 
 PACKAGE = REPO / "analysis"
 LAYERS: dict[str, list[str]] = {
-    "loading": ["errors", "files", "schema", "bench_csv", "metrics", "span", "load", "fairness"],
+    "loading": ["errors", "files", "schema", "bench_csv", "metrics", "span", "http_csv", "load", "fairness"],
     "statistics": ["stats", "ranks", "coverage", "modes"],
     "comparison": ["benchmarks", "span_cpu"],
     "diagnostics": ["sanity", "diagnostics"],
-    "results": ["summary", "compare", "artefact", "history", "net", "iosuite", "machines"],
+    "results": ["summary", "compare", "artefact", "history", "net", "iosuite", "httpsuite", "machines"],
     "presentation": ["fmt", "document", "render", "tables", "words", "figures", "figures.style", "figures.overview",
-                     "figures.distributions", "figures.echo", "figures.net", "figures.io", "figures.scaling", "figures.history", "figures.machines",
+                     "figures.distributions", "figures.echo", "figures.net", "figures.io", "figures.http", "figures.scaling", "figures.history", "figures.machines",
                      "machines_view", "notebook", "index_page"],
-    "commands": ["options", "build", "child", "bench", "bundle", "report", "cli", "__main__"],
+    "commands": ["options", "build", "child", "httpbench", "bench", "bundle", "report", "cli", "__main__"],
 }
 ORDER = [name for names in LAYERS.values() for name in names]
 

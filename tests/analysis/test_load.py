@@ -106,7 +106,7 @@ E = "ampere,0,micro,1,mutex,,{i},1000,12000,11000,{w},0,0"
     ([HEADER, "ampere,0,micro,1,mutex,,0,10,5,5,0,-1,0"], "ampere.csv:2: alloc_bytes: -1 is out of range (must be >= 0)"),
     ([HEADER, "ampere,-1,micro,1,mutex,,0,10,5,5,0,0,0"], "ampere.csv:2: invocation: -1 is out of range (must be >= 0)"),
     ([HEADER, "tokio,0,micro,1,mutex,,0,10,5,5,0,0,0"], "ampere.csv:2: runtime: 'tokio' does not match the file's runtime 'ampere'"),
-    ([HEADER, "ampere,0,macro,1,mutex,,0,10,5,5,0,0,0"], "ampere.csv:2: suite: 'macro' is not a suite (micro, echo, net, io)"),
+    ([HEADER, "ampere,0,macro,1,mutex,,0,10,5,5,0,0,0"], "ampere.csv:2: suite: 'macro' is not a suite (micro, echo, net, io, http)"),
     ([HEADER, "ampere,0,micro,5,mutex,,0,10,5,5,0,0,0"], "ampere.csv:2: tier: tier 5 out of range for suite micro (0-4)"),
     ([HEADER, "ampere,0,echo,1,echo_f64,n=1,0,1,5,5,1,0,0"], "ampere.csv:2: tier: tier 1 out of range for suite echo (0-0)"),
     ([HEADER, "ampere,0,net,2,tcp_connect,,0,1,5,5,4,0,0"], "ampere.csv:2: tier: tier 2 out of range for suite net (0-0)"),

@@ -198,3 +198,32 @@ def test_index_links_resolve(pipeline):
     for href in links:
         assert not re.match(r"[a-z]+:", href), href
         assert (folder / href).is_file(), href
+
+
+def test_http_suite_runs_briefly_on_the_real_servers(tmp_path):
+    """`--suite http` with the real servers (std.http.Server on zig.threaded and ampere.io, hyper
+    on Tokio) and the installed wrk: 1 s per sample at 8 connections on both routes, no warm-up.
+    Every sample is clean, every server's request count passed the check, and the run loads."""
+    import shutil
+
+    import pytest
+
+    from analysis import httpsuite, load_run
+
+    if shutil.which("wrk") is None:
+        pytest.skip("wrk is not installed (scripts/bootstrap.sh installs it)")
+    data = tmp_path / "data"
+    done = subprocess.run([sys.executable, "-m", "analysis", "bench", "--suite", "http", "--quick",
+                           "--runtimes", "ampere.io,zig.threaded,tokio", "--set", "http_connections=8",
+                           "--set", "http_bytes_connections=8", "--set", "http_warmup_s=0",
+                           "--set", "http_duration_s=1", "--data-dir", str(data)],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    run = load_run(next((data / "runs").iterdir()))
+    assert run.info["suites"] == ["http"] and run.info["http"]["failed_samples"] == []
+    assert run.info["http"]["load_generator"]["name"] == "wrk" and run.info["http"]["load_generator"]["version"]
+    assert set(run.runtimes) == {"ampere.io", "zig.threaded", "tokio"}
+    assert run.meta["tokio"]["hyper_version"].startswith("1.")
+    table = httpsuite.summary(run)
+    assert len(table) == 2 * 3 and (table["rps"] > 0).all() and (table["p99_ns"] > 0).all()
+    assert (table["cpu_ns_per_request"] > 0).all()

@@ -251,6 +251,7 @@ def test_real_notebooks_on_a_one_runtime_run_without_echo(tokio_only_run, tmp_pa
     assert "No net suite in this run" in pages["net"] and "has no net rows (its suites: micro)" in pages["net"]
     assert 'src="data:image/png;base64,' not in pages["net"]
     assert "No runtime metrics in this run" in pages["scaling"]
+    assert "No http suite in this run" in pages["http"] and 'src="data:image/png;base64,' in pages["http"]
     assert pages["overview"].count('src="data:image/png;base64,') == 2  # forest plot, allocations (no CPU ratios)
     assert pages["distributions"].count('src="data:image/png;base64,') == 2 * 5  # 5 tiers x 2 figures
     assert "This run has data for Tokio only" in index.read_text()
@@ -301,3 +302,24 @@ def test_net_page_on_a_run_with_net_rows_and_a_variant(tmp_path):
         assert text in page, text
     assert re.search(r"tcp\\?_pingpong size=64: ampere is 2\.\d\d× faster than Tokio per round trip", page)
     assert 'href="net.html"' in index.read_text()
+
+
+def test_http_page_on_a_run_with_http_rows_and_an_absent_side(tmp_path):
+    """The real http notebook on a fake run (ampere.io, zig.threaded, Tokio with http rows, zio
+    absent, one failed sample): the figure, the numbers, the failed sample, the sentences, and
+    the index's http section."""
+    from http_fakes import write_http_run
+    folder = write_http_run(tmp_path / "data")
+    index = report.build_report(folder.name, data_dir=tmp_path / "data", out_dir=tmp_path / "reports",
+                                notebooks=["http"], progress=[].append)
+    page = (index.parent / "http.html").read_text()
+    assert not STDERR_OUTPUT.search(page) and "Traceback" not in page and not EXTERNAL.search(page)
+    assert "No http suite in this run" not in page
+    assert page.count('src="data:image/png;base64,') == 1
+    for text in ("zio: zio package not cached", "wrk 4.1.0 with 1 thread(s)", "server on CPU(s) [0] and wrk on [1]",
+                 "1 failed sample(s)", "socket errors (read 3)", "GET /plaintext", "req/s",
+                 "ampere.io (GET /plaintext): 16 connections", "clearly behind the fastest at 128, 512 connections"):
+        assert text in page, text
+    front = index.read_text()
+    assert "Http suite under wrk: where each runtime stands" in front
+    assert "Tokio (GET /plaintext): 16 connections" in front
