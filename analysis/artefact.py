@@ -46,7 +46,7 @@ HISTORY_DIR = "history"
 DIFF_FORMAT = 1
 #: The modules whose code decides the numbers in the file (a change invalidates it).
 SOURCES = ("stats", "ranks", "benchmarks", "diagnostics", "sanity", "summary", "compare", "schema", "load", "bench_csv", "span", "span_cpu",
-           "fairness", "artefact")
+           "fairness", "artefact", "modes")
 FRAMES = ("benchmarks", "runtimes", "invocations", "echo", "diagnostics", "modes")
 
 

@@ -20,11 +20,15 @@ the comparison (Benjamini-Hochberg q-values). See stats.py and ranks.py for the 
 
 Paired rounds (Settings.paired, the default of `compare`): invocation k of every runtime of a run
 belongs to round k (the orchestrator runs every runtime once per round), so the wall and CPU
-ratios and their intervals come from the per-round log ratios of the invocation medians
-(stats.paired_ratio_ci) over the rounds both sides have; a round that lacks a side is dropped
-(`rounds_dropped`, named in `verdict_reason`). The unpaired Welch interval stays beside it
-(`unpaired_*` columns) during the transition. With fewer than 2 complete rounds, and in `diff`
-(two runs: their invocations are not rounds), the unpaired interval is the ratio's.
+ratios and their intervals come from the per-round log ratios of the invocation medians over
+the rounds both sides have; a round that lacks a side is dropped (`rounds_dropped`, named in
+`verdict_reason`). The default is the paired median (stats.paired_median_ratio_ci: the median
+per-round ratio with its sign-test interval; the only method measured at >= 93% coverage on
+every row, the bimodal ones included, at the default 10 rounds: docs/coverage.md); with 2 to 4
+shared rounds (MEDIAN_MIN_ROUNDS) the paired t. The paired t (the ratio of geometric means over
+the rounds, stats.paired_ratio_ci: `paired_t_*`, `cpu_paired_t_*`) and the unpaired Welch
+interval (`unpaired_*`) stay beside it. With fewer than 2 complete rounds, and in `diff` (two
+runs: their invocations are not rounds), the unpaired interval is the ratio's.
 
 Modes (modes.py): per side, whether the invocation medians and the iterations (relative to their
 invocation) are multimodal, and a warm-up step change (`multimodal_invocations`,
@@ -71,10 +75,13 @@ SIDE_FIELDS = ["n", "n_invocations", "median_ns_per_op", "ci_low", "ci_high", "c
 PAIR_COLUMNS = [
     "ratio", "ratio_ci_low", "ratio_ci_high", "log_ratio", "log_ratio_ci_low", "log_ratio_ci_high", "log_ratio_se",
     "ratio_method", "paired_rounds", "rounds_dropped", "unpaired_ratio", "unpaired_ratio_ci_low",
-    "unpaired_ratio_ci_high", "unpaired_verdict", "hl_ratio", "hl_ci_low", "hl_ci_high", "p_value", "q_value", "cliffs_delta",
+    "unpaired_ratio_ci_high", "unpaired_verdict", "paired_t_ratio", "paired_t_ratio_ci_low", "paired_t_ratio_ci_high",
+    "paired_t_log_ratio_se", "paired_t_verdict", "hl_ratio", "hl_ci_low", "hl_ci_high", "p_value", "q_value", "cliffs_delta",
     "verdict", "verdict_reason",
-    "cpu_ratio", "cpu_ratio_ci_low", "cpu_ratio_ci_high", "cpu_log_ratio_se", "cpu_verdict", "cpu_verdict_reason",
-    "cpu_unpaired_ratio_ci_low", "cpu_unpaired_ratio_ci_high", "cpu_unpaired_verdict", "modes",
+    "cpu_ratio", "cpu_ratio_ci_low", "cpu_ratio_ci_high", "cpu_log_ratio_se", "cpu_ratio_method", "cpu_verdict",
+    "cpu_verdict_reason", "cpu_unpaired_ratio_ci_low", "cpu_unpaired_ratio_ci_high", "cpu_unpaired_verdict",
+    "cpu_paired_t_ratio", "cpu_paired_t_ratio_ci_low", "cpu_paired_t_ratio_ci_high", "cpu_paired_t_log_ratio_se",
+    "cpu_paired_t_verdict", "modes",
     "p99_per_op_ratio", "bytes_ratio", "allocs_ratio", "avg_ratio", "avg_ratio_ci_low", "avg_ratio_ci_high", "p99_ratio",
 ]
 BENCHMARK_COLUMNS = (IDENT_COLUMNS + ["compared", "headline", "like_for_like", "semantics_note"]
@@ -289,43 +296,65 @@ def shared_rounds(base: dict[int, np.ndarray], cand: dict[int, np.ndarray]) -> R
     return Rounds(shared, len(set(base) ^ set(cand)))
 
 
-def paired_ratio(base: dict[int, np.ndarray], cand: dict[int, np.ndarray], rounds: Rounds,
-                 confidence: float) -> stats.RatioCI:
-    """stats.paired_ratio_ci of the invocation medians over the shared rounds, its SE floored by
-    the spread within those invocations."""
+#: The paired median needs this many rounds: its order-statistic interval is [min, max] below 6
+#: rounds at 95%, covering 93.8% at 5 rounds but 87.5% at 4 and 75% at 3; with fewer rounds the
+#: paired t is the ratio's (its method says why).
+MEDIAN_MIN_ROUNDS = 5
+
+
+def _round_summaries(base: dict[int, np.ndarray], cand: dict[int, np.ndarray], rounds: Rounds
+                     ) -> tuple[np.ndarray, np.ndarray, float]:
+    """Invocation medians of both sides over the shared rounds, and the within-invocation SE."""
     b = [base[k] for k in rounds.shared]
     c = [cand[k] for k in rounds.shared]
     within = math.hypot(stats.within_log_se(b), stats.within_log_se(c))
-    return stats.paired_ratio_ci(np.array([np.median(a) for a in b]), np.array([np.median(a) for a in c]),
-                                 confidence, within)
+    return np.array([np.median(a) for a in b]), np.array([np.median(a) for a in c]), within
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """The ratio a verdict uses, the rounds behind it, and the paired t beside it (None: unpaired)."""
+
+    rci: stats.RatioCI
+    rounds: Rounds
+    paired_t: stats.RatioCI | None
 
 
 def chosen_ratio(unpaired: stats.RatioCI, base_rounds: dict[int, np.ndarray] | None,
-                 cand_rounds: dict[int, np.ndarray] | None, settings: Settings) -> tuple[stats.RatioCI, Rounds]:
-    """The ratio a verdict uses: paired over the shared rounds when settings.paired and at least 2
-    rounds are shared, else the unpaired one (its method says why)."""
+                 cand_rounds: dict[int, np.ndarray] | None, settings: Settings) -> Chosen:
+    """The ratio a verdict uses: the paired median over the shared rounds when settings.paired
+    and at least MEDIAN_MIN_ROUNDS rounds are shared; the paired t with 2 to 4 shared rounds;
+    else the unpaired one (its method says why)."""
     if not settings.paired or base_rounds is None or cand_rounds is None:
-        return unpaired, Rounds([], 0)
+        return Chosen(unpaired, Rounds([], 0), None)
     rounds = shared_rounds(base_rounds, cand_rounds)
     if len(rounds.shared) < 2:
         why = f"unpaired: {len(rounds.shared)} complete round(s)"
-        return dataclasses.replace(unpaired, method=f"{unpaired.method} ({why})"), rounds
-    paired = paired_ratio(base_rounds, cand_rounds, rounds, settings.confidence)
+        return Chosen(dataclasses.replace(unpaired, method=f"{unpaired.method} ({why})"), rounds, None)
+    b, c, within = _round_summaries(base_rounds, cand_rounds, rounds)
+    paired_t = stats.paired_ratio_ci(b, c, settings.confidence, within)
+    if len(rounds.shared) >= MEDIAN_MIN_ROUNDS:
+        paired = stats.paired_median_ratio_ci(b, c, settings.confidence, within)
+    else:
+        paired = dataclasses.replace(paired_t, method=f"{paired_t.method} (fewer than {MEDIAN_MIN_ROUNDS} rounds "
+                                                      "for the paired median)")
     if not math.isfinite(paired.log_se):  # the unpaired interval (or its reason, which names the side)
         if math.isfinite(unpaired.log_se):
-            return dataclasses.replace(unpaired, method=f"{unpaired.method} (unpaired: {paired.method})"), rounds
-        return unpaired, rounds
+            return Chosen(dataclasses.replace(unpaired, method=f"{unpaired.method} (unpaired: {paired.method})"),
+                          rounds, paired_t)
+        return Chosen(unpaired, rounds, paired_t)
     if rounds.dropped:
         paired = dataclasses.replace(paired, method=f"{paired.method}; {rounds.dropped} round(s) with one side only "
                                                     "dropped")
-    return paired, rounds
+    return Chosen(paired, rounds, paired_t)
 
 
 def compare_sides(base: Side, cand: Side, names: tuple[str, str], settings: Settings) -> dict[str, Any]:
     """Pairwise statistics of one benchmark (p-values are adjusted later, across benchmarks)."""
     band, conf = settings.tie_band, settings.confidence
     unpaired = stats.ratio_of(base.wall, cand.wall, conf, names)
-    rci, rounds = chosen_ratio(unpaired, base.wall_rounds, cand.wall_rounds, settings)
+    chosen = chosen_ratio(unpaired, base.wall_rounds, cand.wall_rounds, settings)
+    rci, rounds = chosen.rci, chosen.rounds
     verdict = stats.verdict(rci.log_low, rci.log_high, band)
     hl = ranks.hodges_lehmann(base.values, cand.values, conf)
     rank = ranks.rank_test(base.values, cand.values)
@@ -339,6 +368,7 @@ def compare_sides(base: Side, cand: Side, names: tuple[str, str], settings: Sett
         "rounds_dropped": rounds.dropped, "unpaired_ratio": unpaired.ratio, "unpaired_ratio_ci_low": unpaired.low,
         "unpaired_ratio_ci_high": unpaired.high,
         "unpaired_verdict": stats.verdict(unpaired.log_low, unpaired.log_high, band),
+        **_paired_t_fields("", chosen.paired_t, band),
         "hl_ratio": hl.ratio, "hl_ci_low": hl.low, "hl_ci_high": hl.high,
         "p_value": rank.p_value, "cliffs_delta": rank.cliffs_delta, "verdict": verdict,
         "verdict_reason": reason,
@@ -358,19 +388,35 @@ def compare_sides(base: Side, cand: Side, names: tuple[str, str], settings: Sett
     return out
 
 
+def _paired_t_fields(prefix: str, paired_t: stats.RatioCI | None, tie_band: float) -> dict[str, Any]:
+    """The paired t (geometric-mean ratio over the rounds, t interval) shown beside the default
+    paired median: `{prefix}paired_t_ratio`, `_ci_low`, `_ci_high`, `_log_ratio_se` (what the
+    summary's geometric means combine), `_verdict` (NaN / None when the ratio is not paired)."""
+    if paired_t is None:
+        return {f"{prefix}paired_t_ratio": math.nan, f"{prefix}paired_t_ratio_ci_low": math.nan,
+                f"{prefix}paired_t_ratio_ci_high": math.nan, f"{prefix}paired_t_log_ratio_se": math.nan,
+                f"{prefix}paired_t_verdict": None}
+    return {f"{prefix}paired_t_ratio": paired_t.ratio, f"{prefix}paired_t_ratio_ci_low": paired_t.low,
+            f"{prefix}paired_t_ratio_ci_high": paired_t.high, f"{prefix}paired_t_log_ratio_se": paired_t.log_se,
+            f"{prefix}paired_t_verdict": stats.verdict(paired_t.log_low, paired_t.log_high, tie_band)}
+
+
 def _cpu_pair(base: Side, cand: Side, names: tuple[str, str], settings: Settings) -> dict[str, Any]:
     if base.cpu is None or cand.cpu is None:
         missing = " and ".join(n for n, s in zip(names, (base, cand)) if s.cpu is None)
         return {"cpu_ratio": math.nan, "cpu_ratio_ci_low": math.nan, "cpu_ratio_ci_high": math.nan,
-                "cpu_log_ratio_se": math.nan, "cpu_verdict": None,
+                "cpu_log_ratio_se": math.nan, "cpu_ratio_method": None, "cpu_verdict": None,
+                **_paired_t_fields("cpu_", None, settings.tie_band),
                 "cpu_verdict_reason": f"CPU time not recorded ({missing})",
                 "cpu_unpaired_ratio_ci_low": math.nan, "cpu_unpaired_ratio_ci_high": math.nan,
                 "cpu_unpaired_verdict": None}
     unpaired = stats.ratio_of(base.cpu, cand.cpu, settings.confidence, names)
-    cci, _ = chosen_ratio(unpaired, base.cpu_rounds, cand.cpu_rounds, settings)
+    chosen = chosen_ratio(unpaired, base.cpu_rounds, cand.cpu_rounds, settings)
+    cci = chosen.rci
     verdict = stats.verdict(cci.log_low, cci.log_high, settings.tie_band)
     return {"cpu_ratio": cci.ratio, "cpu_ratio_ci_low": cci.low, "cpu_ratio_ci_high": cci.high,
-            "cpu_log_ratio_se": cci.log_se, "cpu_verdict": verdict,
+            "cpu_log_ratio_se": cci.log_se, "cpu_ratio_method": cci.method, "cpu_verdict": verdict,
+            **_paired_t_fields("cpu_", chosen.paired_t, settings.tie_band),
             "cpu_verdict_reason": verdict_reason(verdict, cci, settings.tie_band),
             "cpu_unpaired_ratio_ci_low": unpaired.low, "cpu_unpaired_ratio_ci_high": unpaired.high,
             "cpu_unpaired_verdict": stats.verdict(unpaired.log_low, unpaired.log_high, settings.tie_band)}

@@ -12,11 +12,22 @@ Methods (`METHODS`; every interval on the log scale, at `confidence`)
 - `unpaired t`: the Welch t interval of the ratio of the two sides' centres (stats.ratio_of of
   stats.median_centre), as used before paired rounds;
 - `paired t`: stats.paired_ratio_ci of the invocation medians, SE floored by the within SE
-  (the comparison's default; benchmarks.paired_ratio);
+  (the default before issue 25's coverage check; shown beside the default, `paired_t_*`);
 - `paired bootstrap`: percentile bootstrap (BOOTSTRAP_RESAMPLES) of the mean per-round log ratio;
-- `paired median`: the median of the per-round log ratios with its order-statistic (sign-test)
-  interval (stats.quantile_ci); its estimand is the median per-round ratio, not the ratio of
-  geometric means: a rare mode moves it little.
+- `paired median`: stats.paired_median_ratio_ci, the median of the per-round log ratios with
+  its order-statistic (sign-test) interval, half widths floored like the paired t's (the
+  comparison's default from 5 rounds: benchmarks.chosen_ratio); its estimand is the median
+  per-round ratio, not the ratio of geometric means: a rare mode moves it little.
+- `t unless multimodal` (a combined rule, measured as applied): the paired median where either
+  side of the *drawn* rounds is flagged multimodal at either level (modes.side_modes: the
+  flagging runs inside every draw), else the paired t; each draw's interval is checked against
+  the whole run's value of the method it used.
+
+Every interval is checked against the value of the same estimand over all rounds of the run: the
+30-round ratio of geometric means for the t and bootstrap intervals, the 30-round median
+per-round ratio for the paired median. `geomean_coverage` does the same for the headline: the
+geometric mean of the rows' ratios with stats.geometric_mean_ci, the same rounds drawn for every
+row (a round of a run is one round of every benchmark).
 """
 
 from __future__ import annotations
@@ -26,9 +37,13 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from . import stats
+from . import modes, stats
 
-METHODS = ("unpaired t", "paired t", "paired bootstrap", "paired median")
+METHODS = ("unpaired t", "paired t", "paired bootstrap", "paired median", "t unless multimodal")
+#: the comparison's default (benchmarks.chosen_ratio from benchmarks.MEDIAN_MIN_ROUNDS rounds)
+DEFAULT_METHOD = "paired median"
+#: the methods that need no further choice: each has one estimand
+SIMPLE_METHODS = METHODS[:4]
 BOOTSTRAP_RESAMPLES = 2000
 Rounds = tuple[list[np.ndarray], list[np.ndarray]]
 #: rng, number of rounds -> (baseline rounds, candidate rounds), aligned
@@ -43,9 +58,22 @@ def round_log_ratios(base: Sequence[np.ndarray], cand: Sequence[np.ndarray]) -> 
 
 
 def estimand(method: str, base: Sequence[np.ndarray], cand: Sequence[np.ndarray]) -> float:
-    """The log ratio a method estimates, over the given rounds."""
+    """The log ratio a simple method estimates, over the given rounds."""
     d = round_log_ratios(base, cand)
     return float(np.median(d)) if method == "paired median" else float(d.mean())
+
+
+def multimodal(base: Sequence[np.ndarray], cand: Sequence[np.ndarray]) -> bool:
+    """Whether either side is flagged multimodal at either level (what the comparison's `modes`
+    sentence is written for)."""
+    return modes.is_multimodal(base) or modes.is_multimodal(cand)
+
+
+def resolve(method: str, base: Sequence[np.ndarray], cand: Sequence[np.ndarray]) -> str:
+    """The simple method a rule uses on these rounds (itself for a simple method)."""
+    if method == "t unless multimodal":
+        return "paired median" if multimodal(base, cand) else "paired t"
+    return method
 
 
 def interval(method: str, base: Sequence[np.ndarray], cand: Sequence[np.ndarray], confidence: float,
@@ -55,10 +83,7 @@ def interval(method: str, base: Sequence[np.ndarray], cand: Sequence[np.ndarray]
         rci = stats.ratio_of(stats.median_centre(base, confidence), stats.median_centre(cand, confidence), confidence)
         return rci.log_low, rci.log_high
     if method == "paired t":
-        within = math.hypot(stats.within_log_se(base), stats.within_log_se(cand))
-        rci = stats.paired_ratio_ci(np.array([np.median(b) for b in base]), np.array([np.median(c) for c in cand]),
-                                    confidence, within)
-        return rci.log_low, rci.log_high
+        return _paired(stats.paired_ratio_ci, base, cand, confidence)
     d = round_log_ratios(base, cand)
     if method == "paired bootstrap":
         means = d[rng.integers(0, d.size, (BOOTSTRAP_RESAMPLES, d.size))].mean(axis=1)
@@ -66,9 +91,25 @@ def interval(method: str, base: Sequence[np.ndarray], cand: Sequence[np.ndarray]
         low, high = np.quantile(means, [tail, 1 - tail])
         return float(low), float(high)
     if method == "paired median":
-        ci = stats.quantile_ci(d, 0.5, confidence)
-        return ci.low, ci.high
+        return _paired(stats.paired_median_ratio_ci, base, cand, confidence)
+    if method == "t unless multimodal":
+        return interval(resolve(method, base, cand), base, cand, confidence, rng)
     raise ValueError(f"unknown method {method!r} (one of {', '.join(METHODS)})")
+
+
+def _paired(method: Callable[..., stats.RatioCI], base: Sequence[np.ndarray], cand: Sequence[np.ndarray],
+            confidence: float) -> tuple[float, float]:
+    rci = paired_ratio(method, base, cand, confidence)
+    return rci.log_low, rci.log_high
+
+
+def paired_ratio(method: Callable[..., stats.RatioCI], base: Sequence[np.ndarray], cand: Sequence[np.ndarray],
+                 confidence: float) -> stats.RatioCI:
+    """A paired method (stats.paired_ratio_ci or paired_median_ratio_ci) on the invocation medians
+    of aligned rounds, floored by the within-invocation SE (as benchmarks.chosen_ratio does)."""
+    within = math.hypot(stats.within_log_se(base), stats.within_log_se(cand))
+    return method(np.array([np.median(b) for b in base]), np.array([np.median(c) for c in cand]), confidence,
+                  within)
 
 
 def _covers(low: float, high: float, truth: float) -> bool:
@@ -82,27 +123,56 @@ def resampled_coverage(base: Sequence[np.ndarray], cand: Sequence[np.ndarray], k
     n = len(base)
     if not replace and k > n:
         raise ValueError(f"cannot draw {k} of {n} rounds without replacement")
-    truths = {m: estimand(m, base, cand) for m in methods}
+    truths = {m: estimand(m, base, cand) for m in SIMPLE_METHODS}
     rng = np.random.default_rng([seed, k, int(replace)])
     hits = dict.fromkeys(methods, 0)
     for _ in range(draws):
         idx = rng.choice(n, k, replace=replace)
         b, c = [base[i] for i in idx], [cand[i] for i in idx]
         for m in methods:
-            hits[m] += _covers(*interval(m, b, c, confidence, rng), truths[m])
+            used = resolve(m, b, c)
+            hits[m] += _covers(*interval(used, b, c, confidence, rng), truths[used])
     return {m: hits[m] / draws for m in methods}
 
 
+def geomean_coverage(rows: Sequence[Rounds], k: int, replace: bool, draws: int, method: str = DEFAULT_METHOD,
+                     seed: int = 0, confidence: float = stats.DEFAULT_CONFIDENCE) -> float:
+    """Share of `draws` sets of k rounds (the same rounds for every row) whose headline interval,
+    stats.geometric_mean_ci of the rows' `method` ratios and log SEs, contains the geometric mean
+    of the rows' whole-run values of that method's estimand."""
+    sizes = {len(b) for b, _ in rows}
+    if len(sizes) != 1:
+        raise ValueError(f"rows differ in their number of rounds: {sorted(sizes)}")
+    n = sizes.pop()
+    if not replace and k > n:
+        raise ValueError(f"cannot draw {k} of {n} rounds without replacement")
+    fn = stats.paired_median_ratio_ci if method == "paired median" else stats.paired_ratio_ci
+    truth = float(np.mean([estimand(method, b, c) for b, c in rows]))
+    rng = np.random.default_rng([seed, k, int(replace), 7])
+    hits = 0
+    for _ in range(draws):
+        idx = rng.choice(n, k, replace=replace)
+        rcis = [paired_ratio(fn, [b[i] for i in idx], [c[i] for i in idx], confidence) for b, c in rows]
+        gm = stats.geometric_mean_ci([r.log_ratio for r in rcis], [r.log_se for r in rcis], confidence)
+        hits += gm.n == len(rows) and _covers(math.log(gm.low), math.log(gm.high), truth)
+    return hits / draws
+
+
 def model_coverage(generate: Generator, truths: dict[str, float], k: int, draws: int, seed: int = 0,
-                   confidence: float = stats.DEFAULT_CONFIDENCE) -> dict[str, float]:
-    """Share of `draws` fresh runs of k rounds whose interval contains the model's true value."""
+                   confidence: float = stats.DEFAULT_CONFIDENCE,
+                   methods: Sequence[str] | None = None) -> dict[str, float]:
+    """Share of `draws` fresh runs of k rounds whose interval contains the model's true value of
+    the estimand of the method used (`truths`: simple method -> true log ratio; `methods`:
+    default the keys of `truths`; a rule needs the truths of the methods it resolves to)."""
+    methods = tuple(truths) if methods is None else tuple(methods)
     rng = np.random.default_rng([seed, k])
-    hits = dict.fromkeys(truths, 0)
+    hits = dict.fromkeys(methods, 0)
     for _ in range(draws):
         base, cand = generate(rng, k)
-        for m, truth in truths.items():
-            hits[m] += _covers(*interval(m, base, cand, confidence, rng), truth)
-    return {m: hits[m] / draws for m in truths}
+        for m in methods:
+            used = resolve(m, base, cand)
+            hits[m] += _covers(*interval(used, base, cand, confidence, rng), truths[used])
+    return {m: hits[m] / draws for m in methods}
 
 
 def bimodal_rounds(rare_share: float = 0.1, mode_factor: float = 8.0, iterations: int = 10,
@@ -126,4 +196,4 @@ def bimodal_rounds(rare_share: float = 0.1, mode_factor: float = 8.0, iterations
 def model_truths(generate: Generator, rounds: int = 200_000, seed: int = 1) -> dict[str, float]:
     """Each method's estimand over a very large run of the model (its true value, numerically)."""
     base, cand = generate(np.random.default_rng(seed), rounds)
-    return {m: estimand(m, base, cand) for m in METHODS}
+    return {m: estimand(m, base, cand) for m in SIMPLE_METHODS}

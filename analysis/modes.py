@@ -120,14 +120,9 @@ def _mode(name: str, values: np.ndarray, total: int, scale: np.ndarray | None = 
     return Mode(name, int(values.size), values.size / total, float(ci.low), float(ci.high), float(np.median(shown)))
 
 
-def find_modes(values: np.ndarray, level: str, shown: np.ndarray | None = None) -> Modes:
-    """Modes of positive `values` (tested on the log scale). `shown`: the values whose medians
-    are reported per mode (the same order as `values`; default `values`)."""
-    x = np.asarray(values, dtype=np.float64).ravel()
-    shown = x if shown is None else np.asarray(shown, dtype=np.float64).ravel()
+def _split(x: np.ndarray) -> tuple[bool, float, np.ndarray, int]:
+    """(multimodal, dip p-value, sort order, cut) of positive values, tested on the log scale."""
     n = x.size
-    if n == 0 or (x <= 0).any():
-        return Modes(level, n, math.nan, False, ())
     logs = np.log(x)
     pvalue = dip_pvalue(logs)
     order = np.argsort(logs, kind="stable")
@@ -139,6 +134,18 @@ def find_modes(values: np.ndarray, level: str, shown: np.ndarray | None = None) 
         dipped = math.isfinite(pvalue) and pvalue < DIP_ALPHA and apart >= MODE_RATIO
         rare = (apart >= RARE_MODE_RATIO and ashman_d(logs[order[:cut]], logs[order[cut:]]) >= ASHMAN_D)
         multimodal = dipped or rare
+    return multimodal, pvalue, order, cut
+
+
+def find_modes(values: np.ndarray, level: str, shown: np.ndarray | None = None) -> Modes:
+    """Modes of positive `values` (tested on the log scale). `shown`: the values whose medians
+    are reported per mode (the same order as `values`; default `values`)."""
+    x = np.asarray(values, dtype=np.float64).ravel()
+    shown = x if shown is None else np.asarray(shown, dtype=np.float64).ravel()
+    n = x.size
+    if n == 0 or (x <= 0).any():
+        return Modes(level, n, math.nan, False, ())
+    multimodal, pvalue, order, cut = _split(x)
     if not multimodal:
         return Modes(level, n, pvalue, False, (_mode("all", x, n, shown),))
     fast_i, slow_i = order[:cut], order[cut:]
@@ -146,13 +153,23 @@ def find_modes(values: np.ndarray, level: str, shown: np.ndarray | None = None) 
                                           _mode("slow", x[slow_i], n, shown[slow_i])))
 
 
-def side_modes(sample: Sequence[np.ndarray]) -> dict[str, Modes]:
-    """Both levels of one side: invocation medians and iterations relative to their invocation
-    (the modes of iterations report medians of the raw ns/op)."""
+def _levels(sample: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(invocation medians, iterations relative to their invocation's median, raw iterations)."""
     groups = [np.asarray(g, dtype=np.float64).ravel() for g in sample if len(g) > 0]
     medians = np.array([np.median(g) for g in groups])
     relative = np.concatenate([g / np.median(g) for g in groups]) if groups else np.empty(0)
-    raw = stats.pooled(groups)
+    return medians, relative, stats.pooled(groups)
+
+
+def is_multimodal(sample: Sequence[np.ndarray]) -> bool:
+    """Whether side_modes would flag either level of `sample` (without describing the modes)."""
+    return any(x.size > 0 and not (x <= 0).any() and _split(x)[0] for x in _levels(sample)[:2])
+
+
+def side_modes(sample: Sequence[np.ndarray]) -> dict[str, Modes]:
+    """Both levels of one side: invocation medians and iterations relative to their invocation
+    (the modes of iterations report medians of the raw ns/op)."""
+    medians, relative, raw = _levels(sample)
     return {"invocations": find_modes(medians, "invocations"),
             "iterations": find_modes(relative, "iterations", raw)}
 

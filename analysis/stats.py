@@ -27,7 +27,12 @@ The centre of a side (`centre`) and its standard error on the log scale
   ratio involving such a side gets no interval (its uncertainty cannot be estimated).
 
 Methods
-- `paired_ratio_ci` (the default of a comparison within one run): a round of a run runs every
+- `paired_median_ratio_ci` (the default of a comparison within one run, from 5 rounds): the
+  median per-round log ratio d_k (below) with the sign-test interval of that median
+  (`quantile_ci` on the d_k), half widths floored like the paired t's. Its estimand is the
+  median round's ratio; it is the one method measured at >= 93% coverage on every row, the
+  bimodal ones included, at 10 rounds (docs/coverage.md).
+- `paired_ratio_ci` (the paired t, shown beside the default; 2-4 rounds): a round of a run runs every
   runtime once, so invocation k of the baseline and of the candidate share the machine's state
   (drift moves both sides together). d_k = log(baseline summary_k) - log(candidate summary_k)
   over the rounds both sides have; the ratio is exp(mean d) (the quotient of the two geometric
@@ -51,6 +56,7 @@ The rank-based cross-checks (Mann-Whitney, Cliff's delta, Hodges-Lehmann) are in
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from dataclasses import dataclass
@@ -108,6 +114,7 @@ class QuantileCI:
     widest: bool
 
 
+@functools.lru_cache(maxsize=4096)
 def quantile_ranks(n: int, q: float, confidence: float) -> tuple[int, int, bool]:
     """Equal-tailed order-statistic ranks (1-based) for the q-quantile of n values.
 
@@ -126,6 +133,7 @@ def quantile_ranks(n: int, q: float, confidence: float) -> tuple[int, int, bool]
     return max(low, 1), min(high, n), widest
 
 
+@functools.lru_cache(maxsize=4096)
 def rank_coverage(n: int, q: float, low_rank: int, high_rank: int) -> float:
     """P(x_(low) <= true q-quantile < x_(high)) = P(low <= B <= high-1), B ~ Binomial(n, q)."""
     dist = st.binom(n, q)
@@ -406,6 +414,51 @@ def paired_ratio_ci(baseline: np.ndarray, candidate: np.ndarray, confidence: flo
     half = two_sided_quantile(confidence, float(k - 1)) * se
     return RatioCI(ratio, math.exp(log_ratio - half), math.exp(log_ratio + half), log_ratio, log_ratio - half,
                    log_ratio + half, se, f"paired t over {k} rounds")
+
+
+def paired_median_ratio_ci(baseline: np.ndarray, candidate: np.ndarray, confidence: float = DEFAULT_CONFIDENCE,
+                           within_se: float = 0.0) -> RatioCI:
+    """baseline / candidate as the median per-round ratio, with its order-statistic interval.
+
+    d_k = log(baseline_k / candidate_k) per round (aligned summaries); the ratio is exp(median d)
+    and the interval [d_(l), d_(u)] the distribution-free sign-test interval of the median
+    (`quantile_ci`: n = 10 at 95%: ranks 2 and 9, exact coverage 97.9%; with fewer than 6 rounds
+    at 95% it is [min, max] and the method names its true coverage). Its estimand is the median
+    round's ratio, which a rare mode (a few rounds in another regime) moves little. As for the
+    paired t, the half widths are never taken below t(k-1) x `within_se` (the SE the iterations
+    imply), so rounds that happen to agree do not give a zero-width interval. `log_se` is the
+    normal-equivalent SE of the interval, (log high - log low) / (2 z) with z the normal quantile
+    of the ranks' exact coverage (what geometric_mean_ci combines). No interval with fewer than 2 rounds, a
+    summary <= 0, or no variation at all.
+    """
+    check_confidence(confidence)
+    b = np.asarray(baseline, dtype=np.float64).ravel()
+    c = np.asarray(candidate, dtype=np.float64).ravel()
+    if b.shape != c.shape:
+        raise ValueError(f"paired summaries differ in length: {b.size} and {c.size}")
+    nan = math.nan
+    k = b.size
+    if k == 0 or not ((b > 0).all() and (c > 0).all()):
+        return RatioCI(nan, nan, nan, nan, nan, nan, nan, "no ratio (no complete round, or a summary <= 0)")
+    d = np.log(b) - np.log(c)
+    log_ratio = float(np.median(d))
+    ratio = math.exp(log_ratio)
+    if k < 2:
+        return RatioCI(ratio, nan, nan, log_ratio, nan, nan, nan, "no interval (fewer than 2 complete rounds)")
+    if np.ptp(d) < 1e-12 and within_se == 0.0:
+        return RatioCI(ratio, nan, nan, log_ratio, nan, nan, nan,
+                       f"no interval ({NO_VARIATION}: the uncertainty cannot be estimated)")
+    ci = quantile_ci(d, 0.5, confidence)
+    floor = two_sided_quantile(confidence, float(k - 1)) * within_se
+    low, high = min(ci.low, log_ratio - floor), max(ci.high, log_ratio + floor)
+    floored = (low, high) != (ci.low, ci.high)
+    se = (high - low) / (2 * two_sided_quantile(ci.coverage, math.inf))
+    method = f"paired median over {k} rounds"
+    if ci.widest:
+        method += f" ([min, max] of the rounds: coverage {ci.coverage:.1%})"
+    if floored:
+        method += " (within-invocation floor)"
+    return RatioCI(ratio, math.exp(low), math.exp(high), log_ratio, low, high, se, method)
 
 
 # -- verdicts and summaries -------------------------------------------------------------------

@@ -328,20 +328,35 @@ def regressions_table(history: History, candidate: str) -> pd.DataFrame:
 
 
 def paired_table(cmp: Comparison) -> pd.DataFrame:
-    """Every compared row: the paired-rounds ratio interval and verdict (the default) beside the
-    unpaired Welch one (shown during the transition), with the rounds used and dropped."""
+    """Every compared row: the default ratio interval and verdict (the paired median: median
+    per-round ratio, sign-test interval) beside the paired t (geometric-mean ratio over the rounds)
+    and the unpaired Welch one, with the method and the rounds used and dropped."""
     rows = cmp.benchmarks[cmp.benchmarks["compared"].astype(bool)]
     return pd.DataFrame({
         "Benchmark": rows["label"],
-        "Ratio, paired rounds": [fmt_ratio_ci(r, lo, hi) for r, lo, hi in
-                                 zip(rows["ratio"], rows["ratio_ci_low"], rows["ratio_ci_high"])],
+        "Ratio (default method)": [fmt_ratio_ci(r, lo, hi) for r, lo, hi in
+                                   zip(rows["ratio"], rows["ratio_ci_low"], rows["ratio_ci_high"])],
         "Verdict": rows["verdict"].map(_text),
+        "Method": rows["ratio_method"].map(_method_name),
+        "Ratio, paired t": [fmt_ratio_ci(r, lo, hi) for r, lo, hi in
+                            zip(rows["paired_t_ratio"], rows["paired_t_ratio_ci_low"], rows["paired_t_ratio_ci_high"])],
+        "Paired t verdict": rows["paired_t_verdict"].map(_text),
         "Ratio, unpaired": [fmt_ratio_ci(r, lo, hi) for r, lo, hi in
                             zip(rows["unpaired_ratio"], rows["unpaired_ratio_ci_low"], rows["unpaired_ratio_ci_high"])],
         "Unpaired verdict": rows["unpaired_verdict"].map(_text),
         "Rounds (dropped)": [f"{int(k)} ({int(d)})" if finite(k) and k > 0 else "unpaired"
                              for k, d in zip(rows["paired_rounds"], rows["rounds_dropped"].fillna(0))],
     }).reset_index(drop=True)
+
+
+def _method_name(method: Any) -> str:
+    """The method's name without its details: "paired median", "paired t", "unpaired Welch t"."""
+    if not isinstance(method, str):
+        return "—"
+    for name in ("paired median", "paired t"):
+        if method.startswith(name):
+            return name
+    return "unpaired Welch t" if method.startswith("Welch") else method.split(" (")[0]
 
 
 def modes_table(cmp: Comparison) -> pd.DataFrame:

@@ -27,7 +27,7 @@ from analysis_fakes import REPO
 PACKAGE = REPO / "analysis"
 LAYERS: dict[str, list[str]] = {
     "loading": ["errors", "files", "schema", "bench_csv", "metrics", "span", "http_csv", "load", "fairness"],
-    "statistics": ["stats", "ranks", "coverage", "modes"],
+    "statistics": ["stats", "ranks", "modes", "coverage"],
     "comparison": ["benchmarks", "span_cpu"],
     "diagnostics": ["sanity", "diagnostics"],
     "results": ["summary", "compare", "artefact", "history", "net", "iosuite", "httpsuite", "machines"],

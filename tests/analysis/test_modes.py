@@ -104,4 +104,11 @@ def test_compare_marks_a_multimodal_row_and_its_modes(tmp_path):
     from analysis import tables
     shown = tables.modes_table(cmp)
     assert list(shown["Mode"]) == ["fast", "slow"] and shown["Share [95% CI]"].iloc[0].startswith("40% [")
-    assert tables.paired_table(cmp)["Rounds (dropped)"].iloc[0] == "10 (0)"
+    paired = tables.paired_table(cmp)
+    assert paired["Rounds (dropped)"].iloc[0] == "10 (0)" and paired["Method"].iloc[0] == "paired median"
+    assert {"Ratio (default method)", "Ratio, paired t", "Paired t verdict", "Unpaired verdict"} <= set(paired.columns)
+    from analysis.document import comparison_to_dict
+    entry = comparison_to_dict(cmp)["benchmarks"][0]
+    assert entry["ratio_method"].startswith("paired median over 10 rounds")
+    assert entry["cpu_ratio_method"].startswith("paired median over 10 rounds")
+    assert entry["paired_t_verdict"] in ("win", "loss", "tie", "inconclusive") and len(entry["paired_t_ratio_ci"]) == 2
