@@ -68,10 +68,17 @@ def _settings(tie_band: float, confidence: float, paired: bool = True) -> Settin
     return Settings(tie_band=tie_band, confidence=confidence, paired=paired)
 
 
-def fairness_semantics(benchmark: str) -> tuple[bool, str]:
+def fairness_semantics(benchmark: str, run_id: str | None = None) -> tuple[bool, str]:
     """Like for like, and the difference that remains, from the fairness table of
-    runtime/bench/README.md (fairness.like_for_like / fairness.semantics_note)."""
-    return fairness.like_for_like(benchmark), fairness.semantics_note(benchmark)
+    runtime/bench/README.md (fairness.like_for_like / fairness.semantics_note); for a run
+    recorded before the benchmark became like for like, not, with the difference it measured
+    (fairness.earlier_semantics)."""
+    like, note = fairness.like_for_like(benchmark), fairness.semantics_note(benchmark)
+    if like and run_id is not None:
+        earlier = fairness.earlier_semantics(benchmark, run_id)
+        if earlier is not None:
+            return False, earlier
+    return like, note
 
 
 def _num_workers(constants: dict[str, Any]) -> int | None:
@@ -105,7 +112,8 @@ def compare(run: Run | str = "latest", baseline: str = "tokio", candidate: str =
         shared = set(rows_b["suite"]) & set(rows_c["suite"])
         rows_b, rows_c = rows_b[rows_b["suite"].isin(shared)], rows_c[rows_c["suite"].isin(shared)]
     benchmarks, runtimes, invocations, modes = analyse(rows_b, rows_c, names, settings,
-                                                _num_workers(run.constants), fairness_semantics)
+                                                _num_workers(run.constants),
+                                                lambda benchmark: fairness_semantics(benchmark, run.run_id))
     if not compared:
         missing = candidate if baseline in present else baseline
         benchmarks["verdict_reason"] = f"not compared: run has no {missing} data (describing {present[0]} only)"

@@ -15,6 +15,13 @@ The "same semantics" cell starts with `yes` (the two sides have the same semanti
 `yes`; False for `no:` and for a benchmark the table does not list, since nothing vouches for
 it) and `semantics_note(benchmark)` returns the text after `no:`. A cell that is empty or
 starts with anything else is an error naming the README's file and line.
+
+A row whose benchmark changed to become like for like says since when: its cell starts
+`yes (runs from YYYYMMDDTHHMMSSZ on):` and carries `earlier runs: no: <difference>` (the
+difference runs recorded before that time still measured). `earlier_semantics(benchmark,
+run_id)` returns that difference for a run whose id (which starts with its UTC start time)
+is earlier, or for an id without a time; None when the table's current answer applies to the
+run. A `runs from` without a valid time or without the `earlier runs: no:` note is an error.
 """
 
 from __future__ import annotations
@@ -34,6 +41,9 @@ _KEYWORDS = (("semantic", "same_semantics"), ("difference", "differences"), ("un
              ("tokio", "tokio_timed"), ("benchmark", "benchmark"))
 _YES = re.compile(r"yes\b", re.IGNORECASE)
 _NO = re.compile(r"no\s*:", re.IGNORECASE)
+_SINCE = re.compile(r"yes\s*\(runs from (\S*) on\)", re.IGNORECASE)
+_STAMP = re.compile(r"\d{8}T\d{6}Z")
+_EARLIER = re.compile(r"earlier runs:\s*no\s*:\s*(.*)$", re.IGNORECASE)
 
 
 def default_readme() -> Path:
@@ -122,22 +132,36 @@ def fairness_table(readme: str | Path | None = None) -> pd.DataFrame:
     return parse_fairness_table(path.read_text(encoding="utf-8"))
 
 
-def _semantics_cell(cell: str, path: Path | str, line: int) -> tuple[bool, str]:
-    """(like for like, the remaining difference) of one "same semantics" cell."""
+_Semantics = tuple[bool, str, str | None, str]
+
+
+def _semantics_cell(cell: str, path: Path | str, line: int) -> _Semantics:
+    """(like for like, the remaining difference, the run time it holds from or None, the
+    difference of earlier runs) of one "same semantics" cell."""
     text = cell.strip()
+    since = _SINCE.match(text)
+    if since:
+        if not _STAMP.fullmatch(since.group(1)):
+            raise DataError(path, f"'runs from {since.group(1)}' is not a UTC time like 20261126T050000Z",
+                            line=line, column="same semantics")
+        earlier = _EARLIER.search(text)
+        if not earlier or not earlier.group(1).strip():
+            raise DataError(path, "'runs from' without an 'earlier runs: no: <difference>' note",
+                            line=line, column="same semantics")
+        return True, "", since.group(1), earlier.group(1).strip()
     if _YES.match(text):
-        return True, ""
+        return True, "", None, ""
     if _NO.match(text):
         note = text.split(":", 1)[1].strip()
         if note:
-            return False, note
+            return False, note, None, ""
         raise DataError(path, "'no:' names no difference", line=line, column="same semantics")
     shown = text if len(text) <= 40 else text[:37] + "..."
     raise DataError(path, f"{shown!r} must start with 'yes' or 'no:'", line=line, column="same semantics")
 
 
 @lru_cache(maxsize=8)
-def _semantics(path: str, mtime_ns: int) -> dict[str, tuple[bool, str]]:
+def _semantics(path: str, mtime_ns: int) -> dict[str, _Semantics]:
     """Benchmark -> (like for like, note) of the README at `path` (cached per modification)."""
     del mtime_ns  # Part of the cache key only.
     text = Path(path).read_text(encoding="utf-8")
@@ -153,14 +177,14 @@ def _semantics(path: str, mtime_ns: int) -> dict[str, tuple[bool, str]]:
     if "same_semantics" not in names:
         raise DataError(path, "the fairness table has no 'same semantics' column", line=start)
     index_benchmark, index_semantics = names.index("benchmark"), names.index("same_semantics")
-    result: dict[str, tuple[bool, str]] = {}
+    result: dict[str, _Semantics] = {}
     for offset, line in enumerate(table[2:]):
         cells = _cells(line) + [""] * len(names)
         result[cells[index_benchmark]] = _semantics_cell(cells[index_semantics], path, start + 2 + offset)
     return result
 
 
-def _lookup(benchmark: str, readme: str | Path | None) -> tuple[bool, str] | None:
+def _lookup(benchmark: str, readme: str | Path | None) -> _Semantics | None:
     path = Path(readme) if readme is not None else default_readme()
     try:
         mtime_ns = path.stat().st_mtime_ns
@@ -182,3 +206,17 @@ def semantics_note(benchmark: str, readme: str | Path | None = None) -> str:
     the same; "not in the fairness table" for a benchmark the table does not list."""
     found = _lookup(benchmark, readme)
     return "not in the fairness table" if found is None else found[1]
+
+
+def earlier_semantics(benchmark: str, run_id: str, readme: str | Path | None = None) -> str | None:
+    """The difference that a run recorded before `benchmark` became like for like still
+    measured (the cell's `earlier runs: no:` note), when `run_id` starts with a UTC time
+    earlier than the cell's `runs from` time or with no time at all; None when the table's
+    current answer applies to the run."""
+    found = _lookup(benchmark, readme)
+    if found is None or found[2] is None:
+        return None
+    stamp = _STAMP.match(run_id)
+    if stamp and stamp.group(0) >= found[2]:
+        return None
+    return found[3]

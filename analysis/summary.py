@@ -8,7 +8,7 @@ Scopes
 - `by_suite`: each suite separately (micro tiers 1-4, echo, net: different cost regimes);
 - `controls`: the Tier 0 verdicts.
 Per scope, the headline is over the like-for-like rows only (fairness table: same semantics on
-both sides; rows marked `no:` — the caller-owned oneshot and what is built on it, async-channel
+both sides; rows marked `no:` — Tier 2 oneshot (ampere's caller-owned oneshot), async-channel
 standing in for Tokio, the plain-data watch/broadcast paths, yield_many — are outside it):
 - `counts` / `cpu_counts`: verdict counts of the like-for-like rows (wall time; CPU time by the
   headline CPU verdict, span_cpu.py: the whole invocation's CPU where the run has spans);

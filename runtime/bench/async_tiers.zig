@@ -40,7 +40,7 @@ const Runtime = ampere.Runtime;
 const sumBelow = sync_tiers.sumBelow;
 
 /// Why a benchmark task could not do its work (Rust: the `&'static str` of a failed task).
-pub const TaskError = error{ ChannelClosed, SemaphoreClosed, ValueDecreased, PingLost, PongLost, SpawnFailed, JoinFailed };
+pub const TaskError = error{ ChannelClosed, SemaphoreClosed, ValueDecreased, PingLost, PongLost, SpawnFailed, JoinFailed, OutOfMemory };
 /// What a benchmark task returns: a count or checksum, or why it failed. A tagged union, not
 /// an error union: ampere's task cell cannot yet hold an error-union output (`JoinError!T`
 /// with T itself an error union does not compile in runtime/src/task/cell.zig).
@@ -850,7 +850,14 @@ pub fn yieldMany(ctx: *Ctx) Error!void {
     return drive(ctx, YieldBench{ .tasks = c.yield_tasks, .per_task = c.yield_per_task });
 }
 
-const Oneshot = ampere.channel.Oneshot(u64);
+/// ping_pong's and chained_spawn's oneshot: the owned one (one allocation per channel, freed by
+/// whichever half lets go last), as Tokio's `oneshot::channel()`, so both sides pay the same
+/// for a channel whose halves may outlive their creator. The caller-owned `Oneshot` (no
+/// allocation) is measured on its own by Tier 2 `oneshot`.
+const Oneshot = ampere.channel.OwnedOneshot(u64);
+/// A half that was moved away or never made (its `deinit` does nothing).
+const no_sender: Oneshot.Sender = .{ .shared = null, .inner = .{ .channel = null } };
+const no_receiver: Oneshot.Receiver = .{ .shared = null, .inner = .{ .channel = null } };
 
 /// The ponger of one ping_pong round: awaits the ping, replies value + 1. Owns the ping's
 /// receiver and the pong's sender (Rust: the moved `ping_rx`, `pong_tx`).
@@ -888,18 +895,17 @@ const Ponger = struct {
     }
 };
 
-/// The pinger of one ping_pong round (the shape of Tokio's `ping_pong` bench): the state of
-/// both oneshots lives in this task (ampere's oneshot needs no allocation; Tokio allocates
-/// each); spawn the ponger with the ping's receiver and the pong's sender, send the value,
-/// await the reply, then await the ponger's handle.
+/// The pinger of one ping_pong round (the shape of Tokio's `ping_pong` bench): create two
+/// owned oneshots (one allocation each, as Tokio's); spawn the ponger with the ping's receiver
+/// and the pong's sender, send the value, await the reply, then await the ponger's handle.
+/// Each half frees its channel's state if it is the last to let go (Rust: the last `Arc`).
 const Pinger = struct {
     pub const Output = TaskResult;
     value: u64,
-    ping: Oneshot = Oneshot.init(),
-    pong: Oneshot = Oneshot.init(),
+    allocator: std.mem.Allocator,
     phase: enum { start, reply, ponger } = .start,
     ponger: JoinHandle(?TaskError) = undefined,
-    pong_rx: Oneshot.Receiver = undefined,
+    pong_rx: Oneshot.Receiver = no_receiver,
     receiving: Oneshot.RecvFuture = undefined,
     reply: u64 = 0,
 
@@ -907,11 +913,24 @@ const Pinger = struct {
         while (true) {
             switch (self.phase) {
                 .start => {
-                    var ping_tx, const ping_rx = self.ping.split();
-                    const pong_tx, self.pong_rx = self.pong.split();
-                    self.ponger = ampere.spawn(Ponger{ .ping = ping_rx, .pong = pong_tx }) catch
+                    var ping_tx, var ping_rx = Oneshot.init(self.allocator) catch
+                        return TaskResult.fail(error.OutOfMemory);
+                    var pong_tx, self.pong_rx = Oneshot.init(self.allocator) catch {
+                        ping_tx.deinit();
+                        ping_rx.deinit();
+                        return TaskResult.fail(error.OutOfMemory);
+                    };
+                    self.ponger = ampere.spawn(Ponger{ .ping = ping_rx, .pong = pong_tx }) catch {
+                        ping_tx.deinit();
+                        ping_rx.deinit();
+                        pong_tx.deinit();
+                        self.pong_rx.deinit();
                         return TaskResult.fail(error.SpawnFailed);
-                    ping_tx.send(self.value) catch return TaskResult.fail(error.PingLost);
+                    };
+                    ping_tx.send(self.value) catch {
+                        self.pong_rx.deinit();
+                        return TaskResult.fail(error.PingLost);
+                    };
                     self.receiving = self.pong_rx.recv();
                     self.phase = .reply;
                 },
@@ -928,13 +947,24 @@ const Pinger = struct {
                     .ready => |output| {
                         const ponger_failure = output catch return TaskResult.fail(error.JoinFailed);
                         if (ponger_failure) |err| return TaskResult.fail(err);
-                        // Both halves of both channels are finished: the states may go.
-                        self.ping.deinit();
-                        self.pong.deinit();
                         return TaskResult.ok(self.reply);
                     },
                 },
             }
+        }
+    }
+
+    /// At runtime shutdown: give the pong receiver up (safe while the ponger may still send:
+    /// the state is owned) and detach the ponger's handle.
+    pub fn cancel(self: *Pinger) void {
+        switch (self.phase) {
+            .start => {},
+            .reply => {
+                self.receiving.cancel();
+                self.pong_rx.deinit();
+                self.ponger.cancel();
+            },
+            .ponger => self.ponger.cancel(),
         }
     }
 };
@@ -944,6 +974,8 @@ const Pinger = struct {
 const PingPongBench = struct {
     pub const Result = TaskResult;
     rounds_count: u64,
+    /// The counted allocator: the oneshots' states (Rust: the global allocator).
+    allocator: std.mem.Allocator,
     matched: u64 = 0,
     failure: ?TaskError = null,
 
@@ -960,7 +992,7 @@ const PingPongBench = struct {
     }
 
     pub fn spawnRound(self: *PingPongBench, _: u64, handles: []JoinHandle(Result)) Runtime.SpawnError!usize {
-        for (handles[0..@intCast(self.rounds_count)], 0..) |*handle, i| handle.* = try ampere.spawn(Pinger{ .value = i });
+        for (handles[0..@intCast(self.rounds_count)], 0..) |*handle, i| handle.* = try ampere.spawn(Pinger{ .value = i, .allocator = self.allocator });
         return @intCast(self.rounds_count);
     }
 
@@ -982,7 +1014,7 @@ const PingPongBench = struct {
 };
 
 pub fn pingPong(ctx: *Ctx) Error!void {
-    return drive(ctx, PingPongBench{ .rounds_count = ctx.constants.ping_pong_rounds });
+    return drive(ctx, PingPongBench{ .rounds_count = ctx.constants.ping_pong_rounds, .allocator = ctx.allocator() });
 }
 
 /// One link of chained_spawn: with `remaining` links left, spawn the next (its handle is
@@ -1015,14 +1047,16 @@ const Link = struct {
 };
 
 /// chained_spawn: the driver spawns task 1; task k spawns task k + 1 until chain_length tasks
-/// ran; the last sends its depth on a oneshot (made and split before timing; Rust: created
-/// before timing) that the driver awaits. Check: depth = chain_length.
+/// ran; the last sends its depth on an owned oneshot (allocated before timing, as Rust's;
+/// freed inside the timed region by the half that lets go last, the driver's receiver or the
+/// last link's sender, as Rust's) that the driver awaits. Check: depth = chain_length.
 const ChainBench = struct {
     pub const Result = void;
     length: u64,
-    done: Oneshot = Oneshot.init(),
-    done_tx: Oneshot.Sender = .{ .channel = null },
-    done_rx: Oneshot.Receiver = .{ .channel = null },
+    /// The counted allocator: the oneshot's state (Rust: the global allocator).
+    allocator: std.mem.Allocator,
+    done_tx: Oneshot.Sender = no_sender,
+    done_rx: Oneshot.Receiver = no_receiver,
     receiving: ?Oneshot.RecvFuture = null,
     depth: ?u64 = null,
 
@@ -1034,10 +1068,11 @@ const ChainBench = struct {
         return 1;
     }
 
-    pub fn setup(self: *ChainBench, _: *Ctx) Error!void {
-        self.done.deinit(); // Asserts the previous iteration's halves are finished.
-        self.done = Oneshot.init();
-        self.done_tx, self.done_rx = self.done.split();
+    pub fn setup(self: *ChainBench, ctx: *Ctx) Error!void {
+        // The previous iteration's halves are given up (moved into the chain, or `deinit`).
+        std.debug.assert(self.done_tx.shared == null and self.done_rx.shared == null);
+        self.done_tx, self.done_rx = Oneshot.init(self.allocator) catch
+            return ctx.fail("out of memory creating the completion oneshot", .{});
         self.receiving = null;
         self.depth = null;
     }
@@ -1045,7 +1080,7 @@ const ChainBench = struct {
     /// Rust: `chain_link(length, 0, done_tx)` called by the driver spawns the task (length-1, 1).
     pub fn spawnRound(self: *ChainBench, _: u64, _: []JoinHandle(Result)) Runtime.SpawnError!usize {
         var first = try ampere.spawn(Link{ .remaining = self.length - 1, .depth = 1, .done = self.done_tx });
-        self.done_tx = .{ .channel = null }; // Moved into the chain.
+        self.done_tx = no_sender; // Moved into the chain.
         first.detach();
         return 0;
     }
@@ -1079,7 +1114,7 @@ const ChainBench = struct {
 };
 
 pub fn chainedSpawn(ctx: *Ctx) Error!void {
-    return drive(ctx, ChainBench{ .length = ctx.constants.chain_length });
+    return drive(ctx, ChainBench{ .length = ctx.constants.chain_length, .allocator = ctx.allocator() });
 }
 
 // -- tests ----------------------------------------------------------------------------------
@@ -1115,6 +1150,33 @@ test "every tier 3-4 benchmark passes its check" {
         };
         try testing.expectEqual(@as(usize, 2), ctx.recorded().len);
     }
+}
+
+test "ping_pong and chained_spawn count the owned oneshots' allocations, and free them" {
+    const c = try tinyAsyncConstants();
+    // testing.allocator under the counter: a oneshot state left unfreed fails as a leak.
+    var counting = harness.CountingAllocator.init(testing.allocator);
+    var runtimes = harness.Runtimes{ .allocator = counting.allocator() };
+    defer runtimes.deinit();
+    var samples: [2]harness.Sample = undefined;
+    // What one spawn allocates (the task cell), from task_spawn: task_ops spawns per sample.
+    const spawn_case = harness.Case.micro(4, "task_spawn", c.task_ops);
+    var spawn_ctx = Ctx{ .constants = &c, .counting = &counting, .case = &spawn_case, .samples = &samples, .runtimes = &runtimes };
+    try taskSpawn(&spawn_ctx);
+    const spawn_allocs = spawn_ctx.recorded()[0].alloc_count / c.task_ops;
+    try testing.expect(spawn_allocs >= 1);
+    for (spawn_ctx.recorded()) |s| try testing.expectEqual(c.task_ops * spawn_allocs, s.alloc_count);
+    // ping_pong: per round two tasks (pinger, ponger) and two oneshot states, all timed.
+    const ping_case = harness.Case.micro(4, "ping_pong", c.ping_pong_rounds);
+    var ping_ctx = Ctx{ .constants = &c, .counting = &counting, .case = &ping_case, .samples = &samples, .runtimes = &runtimes };
+    try pingPong(&ping_ctx);
+    for (ping_ctx.recorded()) |s| try testing.expectEqual(c.ping_pong_rounds * (2 * spawn_allocs + 2), s.alloc_count);
+    // chained_spawn: one task per link; the completion oneshot is allocated before timing
+    // (as Rust's), so only the tasks are counted.
+    const chain_case = harness.Case.micro(4, "chained_spawn", c.chain_length);
+    var chain_ctx = Ctx{ .constants = &c, .counting = &counting, .case = &chain_case, .samples = &samples, .runtimes = &runtimes };
+    try chainedSpawn(&chain_ctx);
+    for (chain_ctx.recorded()) |s| try testing.expectEqual(c.chain_length * spawn_allocs, s.alloc_count);
 }
 
 test "a failed check in the driver is reported" {
@@ -1153,6 +1215,6 @@ test "a failed check in the driver is reported" {
         }
         pub fn deinit(_: *@This()) void {}
     };
-    try testing.expectError(error.BenchmarkFailed, drive(&ctx, Wrong{ .inner = .{ .length = 5 } }));
+    try testing.expectError(error.BenchmarkFailed, drive(&ctx, Wrong{ .inner = .{ .length = 5, .allocator = ctx.allocator() } }));
     try testing.expectEqualStrings("chain depth = 5, expected 6", ctx.message());
 }

@@ -9,10 +9,11 @@
 //! One sample = one batch: the n callers' sender clones are made before `markStart` (Rust:
 //! `tx.clone()` per caller, also untimed); `markStart`; spawn n caller tasks; each takes its
 //! payload (`Kind.take`: a copy of a prebuilt value where stated), sends it with the sender
-//! half of a fresh oneshot (whose state lives inside the caller task: ampere's oneshot needs
-//! no allocation, Tokio's allocates), awaits the reply, checks length and checksum (first,
-//! middle, last byte), frees the reply and gives its channel sender up (Rust: drops its
-//! clone); the driver awaits the n handles in spawn order; `mark.stop`. After the last batch
+//! half of a fresh `OwnedOneshot` (one allocation of its shared state, freed by whichever half
+//! lets go last: Tokio's `oneshot::channel()` semantics and cost, so the reply channel is like
+//! for like; the caller-owned `Oneshot` would need none, Tier 2 `oneshot` measures it), awaits
+//! the reply, checks length and checksum (first, middle, last byte), frees the reply, gives
+//! the reply receiver up and gives its channel sender up (Rust: drops both); the driver awaits the n handles in spawn order; `mark.stop`. After the last batch
 //! the driver gives its own sender up, the last one, so the channel closes (Rust: drops `tx`),
 //! and awaits the echo task, which gives the receiver up; that frees the channel.
 //!
@@ -155,7 +156,7 @@ pub const SharedKind = if (has_shared) struct {
 } else void;
 
 fn Request(comptime V: type) type {
-    return struct { payload: V, reply: ampere.channel.Oneshot(V).Sender };
+    return struct { payload: V, reply: ampere.channel.OwnedOneshot(V).Sender };
 }
 
 /// The long-lived echo task: answers until every sender is gone; returns the number of
@@ -205,12 +206,12 @@ fn EchoTask(comptime K: type) type {
     };
 }
 
-/// One caller: take the payload, send it with the sender half of a fresh oneshot, await the
-/// reply, check it, free it, give the channel sender up. Output: whether the reply was right.
+/// One caller: take the payload, send it with the sender half of a fresh owned oneshot, await
+/// the reply, check it, free it, give both handles up. Output: whether the reply was right.
 fn Caller(comptime K: type) type {
     const V = K.Value;
     const Channel = ampere.channel.Bounded(Request(V));
-    const Oneshot = ampere.channel.Oneshot(V);
+    const Reply = ampere.channel.OwnedOneshot(V);
     return struct {
         const Self = @This();
         pub const Output = bool;
@@ -218,20 +219,23 @@ fn Caller(comptime K: type) type {
         tx: Channel.Sender,
         allocator: Allocator,
         index: u64,
-        /// The reply's state, inside this task: it outlives both halves (the echo task's
-        /// sender is finished when the reply, or its error.Closed, arrives).
-        reply: Oneshot = Oneshot.init(),
-        reply_rx: Oneshot.Receiver = .{ .channel = null },
+        /// The reply's receiver (Rust: `reply_rx`); its state is allocated in `.start` (Rust:
+        /// `oneshot::channel()`, also inside the timed region) and freed by whichever half,
+        /// this one or the echo task's sender, lets go last.
+        reply_rx: Reply.Receiver = .{ .shared = null, .inner = .{ .channel = null } },
         phase: enum { start, send, receive, done } = .start,
         sending: Channel.SendFuture = undefined,
-        receiving: Oneshot.RecvFuture = undefined,
+        receiving: Reply.RecvFuture = undefined,
 
         pub fn poll(self: *Self, cx: *Context) Poll(bool) {
             while (true) {
                 switch (self.phase) {
                     .start => {
                         const payload = self.kind.take(self.index, self.allocator) catch return self.finish(false);
-                        const reply_tx, self.reply_rx = self.reply.split();
+                        const reply_tx, self.reply_rx = Reply.init(self.allocator) catch {
+                            K.drop(payload, self.allocator);
+                            return self.finish(false);
+                        };
                         self.sending = self.tx.send(.{ .payload = payload, .reply = reply_tx });
                         self.phase = .send;
                     },
@@ -274,9 +278,9 @@ fn Caller(comptime K: type) type {
         }
 
         /// Unlinks whatever the caller waits on. While sending, the request is taken back and
-        /// its payload freed. While receiving, the echo task holds the reply's sender and may
-        /// still reply into `reply`, which lives in this task: the benchmark never aborts
-        /// callers, and at runtime shutdown the echo task is cancelled before it could reply.
+        /// its payload freed. While receiving, the echo task may still hold the reply's sender:
+        /// giving the receiver up is safe (the state is owned; a late reply comes back to the
+        /// echo task as error.Closed, which frees it).
         pub fn cancel(self: *Self) void {
             switch (self.phase) {
                 .done => return,
@@ -494,6 +498,35 @@ test "every payload round-trips" {
         };
         try testing.expectEqual(@as(usize, c.echo_batches), ctx.recorded().len);
     }
+}
+
+test "each echo caller allocates its reply oneshot inside the batch, and it is freed" {
+    var diag = constants.Diagnostic{};
+    const c = try constants.Constants.load(testing.allocator, "quick", &diag);
+    // testing.allocator under the counter: a reply state left unfreed fails as a leak.
+    var counting = harness.CountingAllocator.init(testing.allocator);
+    var runtimes = harness.Runtimes{ .allocator = counting.allocator() };
+    defer runtimes.deinit();
+    var samples: [5]harness.Sample = undefined;
+    const n = 4;
+    const case = harness.Case.echo("echo_f64", "n={d}", n, n, 8);
+    var ctx = Ctx{ .constants = &c, .counting = &counting, .case = &case, .samples = &samples, .runtimes = &runtimes };
+    const kind = F64Kind{};
+    try runEcho(&ctx, try ctx.echoRuntime(), F64Kind, &kind, n, 1, samples.len);
+    // f64 payloads allocate nothing: per caller its task and its reply oneshot's state.
+    const per_batch = ctx.recorded()[0].alloc_count;
+    try testing.expect(per_batch >= 2 * n);
+    for (ctx.recorded()) |s| try testing.expectEqual(per_batch, s.alloc_count);
+    // The reply state is the difference from the same batch without it: one per caller.
+    const spawn_case = harness.Case.micro(4, "task_spawn", c.task_ops);
+    const spawn_samples = try testing.allocator.alloc(harness.Sample, @intCast(c.iterations));
+    defer testing.allocator.free(spawn_samples);
+    var spawn_runtimes = harness.Runtimes{ .allocator = counting.allocator() };
+    defer spawn_runtimes.deinit();
+    var spawn_ctx = Ctx{ .constants = &c, .counting = &counting, .case = &spawn_case, .samples = spawn_samples, .runtimes = &spawn_runtimes };
+    try @import("async_tiers.zig").taskSpawn(&spawn_ctx);
+    const spawn_allocs = spawn_ctx.recorded()[0].alloc_count / c.task_ops;
+    try testing.expectEqual(n * (spawn_allocs + 1), per_batch);
 }
 
 /// A payload whose replies never check out: the batch must fail, not report a time.

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from analysis import FAIRNESS_COLUMNS, DataError, fairness_table, parse_fairness_table
-from analysis.fairness import like_for_like, semantics_note
+from analysis.fairness import earlier_semantics, like_for_like, semantics_note
 from analysis.schema import ECHO_ORDER, MICRO_ORDER
 
 README = """# Benchmarks
@@ -115,6 +115,10 @@ def test_a_changed_readme_is_read_again(tmp_path):
     ("", "'' must start with 'yes' or 'no:'"),
     ("no:", "'no:' names no difference"),
     ("nope: x", "'nope: x' must start with 'yes' or 'no:'"),
+    ("yes (runs from 2026-11-26 on): x; earlier runs: no: y",
+     "'runs from 2026-11-26' is not a UTC time like 20261126T050000Z"),
+    ("yes (runs from 20261126T050000Z on): x", "'runs from' without an 'earlier runs: no: <difference>' note"),
+    ("yes (runs from 20261126T050000Z on): x; earlier runs: no:", "'runs from' without an 'earlier runs: no: <difference>' note"),
 ])
 def test_a_malformed_cell_names_file_and_line(tmp_path, cell, problem):
     path = write(tmp_path, SEMANTICS.replace("| none | yes |", f"| none | {cell} |"))
@@ -122,6 +126,20 @@ def test_a_malformed_cell_names_file_and_line(tmp_path, cell, problem):
         like_for_like("barrier", path)
     # The mutex row is line 5 of the file.
     assert str(raised.value) == f"{path}:5: same semantics: {problem}"
+
+
+def test_a_row_that_became_like_for_like_keeps_earlier_runs_out(tmp_path):
+    cell = "yes (runs from 20261126T050000Z on): owned on both sides; earlier runs: no: caller-owned here"
+    path = write(tmp_path, SEMANTICS.replace("| none | yes |", f"| none | {cell} |"))
+    assert like_for_like("mutex", path) is True and semantics_note("mutex", path) == ""
+    assert earlier_semantics("mutex", "20261126T045959Z-vm", path) == "caller-owned here"
+    assert earlier_semantics("mutex", "20261126T050000Z-vm", path) is None
+    assert earlier_semantics("mutex", "20261127T000000Z-lab1", path) is None
+    # A run id without a start time: nothing says it was recorded after the change.
+    assert earlier_semantics("mutex", "handmade", path) == "caller-owned here"
+    # Rows without a `runs from` time, `no:` rows and unlisted benchmarks: the current answer.
+    for name in ("barrier", "yield_many", "net_echo"):
+        assert earlier_semantics(name, "20200101T000000Z-vm", path) is None
 
 
 def test_a_table_without_the_column_or_a_missing_file_is_an_error(tmp_path):
@@ -145,8 +163,17 @@ def test_every_benchmark_has_a_row_with_a_valid_semantics_cell():
 def test_the_headline_rows_are_marked_honestly():
     """Issue 25 item 4: what the headline leaves out, and the owned oneshot it counts instead."""
     assert like_for_like("oneshot_owned")
-    for name in ("oneshot", "ping_pong", "chained_spawn", *ECHO_ORDER):
-        assert not like_for_like(name) and "caller-owned" in semantics_note(name), name
+    assert not like_for_like("oneshot") and "caller-owned" in semantics_note("oneshot")
+    table = fairness_table().set_index("benchmark")
+    # Built on the owned oneshot on both sides (one allocation per channel): like for like,
+    # from the runs made after the change; earlier runs measured the caller-owned oneshot.
+    for name in ("ping_pong", "chained_spawn", *ECHO_ORDER):
+        assert like_for_like(name), name
+        assert "owned oneshot on both sides" in table.loc[name, "same_semantics"], name
+        assert "caller-owned" in earlier_semantics(name, "20261126T023315Z-vm"), name
+        assert earlier_semantics(name, "20261201T000000Z-vm") is None, name
+    for name in ("ping_pong", "chained_spawn", "echo_f64"):
+        assert "OwnedOneshot(" in table.loc[name, "ampere_timed"] + table.loc[name, "untimed_setup"], name
     assert not like_for_like("channel_mpmc") and "async-channel" in semantics_note("channel_mpmc")
     for name in ("watch", "broadcast"):
         assert not like_for_like(name) and semantics_note(name).startswith("plain data"), name

@@ -85,7 +85,7 @@ def test_forest_plot_groups_tiers_controls_first_and_colours_verdicts(two_runtim
     assert "log scale" in texts["xlabels"][0] and "ampere faster" in texts["xlabels"][0]
     assert any("tie band" in t for t in texts["legend"])
     assert {"win (candidate better)", "loss (candidate worse)"} <= set(texts["legend"])
-    # oneshot and echo_f64 are built on the caller-owned oneshot: not like for like (fairness table)
+    # oneshot, and echo_f64 in a run from before the owned oneshot, are not like for like (fairness table)
     assert any("not like for like" in t for t in texts["legend"])
     ax = fig.axes[0]
     labels = [t.get_text() for t in ax.get_yticklabels()]
