@@ -50,7 +50,10 @@ The io programs (`ampere.io`, `zig.threaded`, `zio`: analysis/build.py IO_PROGRA
 runtimes of their own, each its own binary, always run with `--suite io`. One that cannot run —
 `ampere.io` until build.AMPERE_IO_BUILT, another whose binary is missing (the reason the build
 recorded in zig-out/io-absent.json) — is left out of the invocations and recorded in run.json
-`runtimes` with `absent: "<reason>"` (schema 3); the run still completes.
+`runtimes` with `absent: "<reason>"` (schema 3); the run still completes. ampere_bench and
+tokio_bench run the io suite too (`--suite io`, and within `--suite all`): ampere_bench the rows
+its native state-machine API has (runtime/bench/io_native.zig), so every ampere variant
+(`ampere`, `ampere.nospin`) has io rows; check_suite refuses a program without any (IO_CAPABLE).
 Constants recorded in run.json: `runtime/bench/constants.json`'s profile plus the --set
 overrides, computed here (the programs embed the same file at build time; if the file is newer
 than a binary, run.json gets a warning that the binary may embed older sizes).
@@ -100,8 +103,12 @@ MIN_PUBLISHED_INVOCATIONS = 5
 DEFAULT_VARIANTS: dict[str, tuple[str, ...]] = {"full": ("ampere", "ampere.nospin", "tokio"),
                                                 "quick": ("ampere", "tokio")}
 #: Added to the full profile's default for `--suite all` (make report), and the default of
-#: `--suite io`: the std.Io implementations (absent ones are recorded, not run).
-IO_DEFAULT_VARIANTS: tuple[str, ...] = ("ampere.io", "zig.threaded", "zio", "tokio")
+#: `--suite io`: Ampere's native API (ampere_bench's io rows), the std.Io implementations (absent
+#: ones are recorded, not run) and Tokio.
+IO_DEFAULT_VARIANTS: tuple[str, ...] = ("ampere", "ampere.io", "zig.threaded", "zio", "tokio")
+#: The programs with io rows: the io programs, ampere_bench (the rows its native API has,
+#: runtime/bench/io_native.zig) and tokio_bench.
+IO_CAPABLE: tuple[str, ...] = (*IO_PROGRAMS, "ampere", "tokio")
 #: Worker counts of Tiers 3-4 when --workers is not given; the full profile adds the machine's
 #: logical core count when it is larger than the last of these.
 WORKER_SWEEP: dict[str, tuple[int, ...]] = {"full": (1, 2, 4), "quick": (1, 4)}
@@ -895,13 +902,14 @@ def absent_sides(options: BenchOptions) -> dict[str, str]:
 
 
 def check_suite(options: BenchOptions) -> None:
-    """The io suite runs on the io programs and tokio: an ampere variant has no io rows yet; the
-    http suite on the runtimes with an http server (the same)."""
+    """`--suite io` runs on the programs with io rows (IO_CAPABLE): the io programs, ampere_bench
+    (every ampere variant: `ampere`, `ampere.nospin`, ...) and tokio_bench; the http suite on the
+    runtimes with an http server."""
     if options.suite == "io":
-        native = [v for v in options.variant_names if v not in IO_PROGRAMS and program_of(v) != "tokio"]
-        if native:
-            raise AnalysisError(f"--suite io: {native[0]} has no io rows (the io suite runs on "
-                                f"{', '.join(IO_DEFAULT_VARIANTS)})")
+        without = [v for v in options.variant_names if program_of(v) not in IO_CAPABLE]
+        if without:
+            raise AnalysisError(f"--suite io: {without[0]} has no io rows (the io suite runs on "
+                                f"{', '.join(IO_DEFAULT_VARIANTS)} and their variants)")
     if options.suite == "http":
         serverless = [v for v in options.variant_names if v not in httpbench.HTTP_SERVERS]
         if serverless:

@@ -110,6 +110,20 @@ DISPLAY_NAMES: Final[dict[str, str]] = {"tokio": "Tokio", "ampere": "ampere"}
 KNOWN_RUNTIMES: Final[tuple[str, ...]] = ("ampere", "ampere.nospin", "ampere.io", "zig.threaded", "zio", "tokio")
 #: The runtimes that implement std.Io and run the io program (the io suite's `std.Io` sides).
 STD_IO_RUNTIMES: Final[tuple[str, ...]] = ("ampere.io", "zig.threaded", "zio")
+#: The io rows Ampere's native API runs (ampere_bench `--suite io`, runtime/bench/io_native.zig):
+#: an ampere variant that is not a std.Io side has these and no other io rows (the contract, not
+#: a one-sided benchmark: data/README.md).
+NATIVE_IO_BENCHMARKS: Final[tuple[str, ...]] = (
+    "io_queue_pingpong", "io_fan_in", "io_fan_out", "io_spawn", "io_spawn_group", "io_sleep",
+)
+
+
+def runs_benchmark(runtime: str, suite: str, benchmark: str) -> bool:
+    """Whether the contract has `runtime` run `benchmark` of `suite` when it runs that suite at
+    all: every benchmark, except the io rows Ampere's native API does not have."""
+    if suite == "io" and base_runtime(runtime) == "ampere" and runtime not in STD_IO_RUNTIMES:
+        return benchmark in NATIVE_IO_BENCHMARKS
+    return True
 #: The latency file of the http suite beside `<runtime>.csv` (schema 3): its suffix and columns.
 HTTP_SUFFIX: Final[str] = ".http.csv"
 HTTP_KEY: Final[tuple[str, ...]] = ("invocation", "benchmark", "param", "iteration")

@@ -280,7 +280,13 @@ def scaling_sentence(rows: pd.DataFrame, baseline: str, candidate: str) -> str:
             trend = "flat" if abs(math.log(change)) < math.log(1.1) else (
                 f"{change:.2f}× slower" if change > 1 else f"{1 / change:.2f}× faster")
             parts.append(f"{who} {fmt_ns(a)} → {fmt_ns(z)} per op ({trend})")
-    verdicts = [f"{v or 'not compared'} at {int(w)}" for w, v in zip(rows["workers"], rows["verdict"])]
+    ran = {who for role, who in (("candidate", cn), ("baseline", bn))
+           if any(finite(v) for v in rows[f"{role}_median_ns_per_op"])}
+    if len(ran) < 2:  # a row only one side has (e.g. an io row ampere's native API does not run)
+        missing = " and ".join(who for who in (cn, bn) if who not in ran)
+        return f"{name}, {w0} → {w1} workers: " + "; ".join(parts) + f". Not run by {missing}: no comparison."
+    verdicts = [f"{v if isinstance(v, str) and v else 'not compared'} at {int(w)}"
+                for w, v in zip(rows["workers"], rows["verdict"])]
     return (f"{name}, {w0} → {w1} workers: " + "; ".join(parts)
             + f". {cn} against {bn}: " + ", ".join(verdicts) + ".")
 

@@ -118,7 +118,13 @@ def ratio_grid(cmp: Comparison) -> Figure:
                     ax.plot([xi * shift] * 2, [low, high], color=color, linewidth=2)
                 ax.plot([xi * shift], [value], marker=marker, color=color, markersize=6,
                         markerfacecolor=color if filled else "white")
-        _workers_axis(ax, sorted(int(w) for w in rows["workers"]))
+        workers = sorted(int(w) for w in rows["workers"])
+        _workers_axis(ax, workers)
+        if not np.isfinite(rows[["ratio", "cpu_ratio"]].to_numpy(dtype=float)).any():
+            # a row only one side ran (e.g. an io row ampere's native API does not have): no
+            # point, so the log x axis gets its limits here, and the panel says why it is empty
+            ax.set_xlim(workers[0] / 1.5, workers[-1] * 1.5)
+            note_axes(ax, f"no ratio: not run by both {cn} and {bn}")
         ax.set_title(label, fontsize=10)
         ax.set_ylabel(f"{bn} ÷ {cn} (×, log scale)")
     handles = verdict_handles() + [band_handle(cmp.tie_band),

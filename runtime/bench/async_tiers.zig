@@ -48,11 +48,11 @@ pub const TaskResult = union(enum) {
     value: u64,
     failed: TaskError,
 
-    fn ok(value: u64) Poll(TaskResult) {
+    pub fn ok(value: u64) Poll(TaskResult) {
         return .{ .ready = .{ .value = value } };
     }
 
-    fn fail(err: TaskError) Poll(TaskResult) {
+    pub fn fail(err: TaskError) Poll(TaskResult) {
         return .{ .ready = .{ .failed = err } };
     }
 };
@@ -714,7 +714,7 @@ fn identity(value: u64) u64 {
 /// blocking_spawn (`blocking = true`): the same with `spawnBlocking`.
 /// task_spawn_batch (`batch > 1`): task_ops / batch rounds of (spawn batch tasks returning
 /// their index, await each in order).
-const SpawnBench = struct {
+pub const SpawnBench = struct {
     pub const Result = u64;
     batch: u64,
     batches: u64,

@@ -10,7 +10,7 @@ pub const usage =
     \\                    [--workers N[,N...]] [--variant NAME] [--set KEY=VALUE]... [--invocation K]
     \\                    [--csv PATH] [--meta PATH] [--metrics PATH] [--json] [--list] [--help]
     \\
-    \\  --suite S          micro (default), echo, net, io (io_bench only) or all
+    \\  --suite S          micro (default), echo, net, io or all
     \\  --quick            the quick profile of constants.json (same as --profile quick)
     \\  --profile P        constant profile: full (default) or quick
     \\  --filter SUBSTR    only benchmarks whose name contains SUBSTR (repeatable: any of them)

@@ -61,6 +61,45 @@ const Failures = struct {
     }
 };
 
+/// The cases (benchmark × param) of io benchmark `name` with their ops per iteration, into
+/// `out`; the io program (io_main.zig) and the native rows of ampere_bench (io_native.zig)
+/// both list their cases with it, and rust_bench/src/io.rs `cases` is its twin.
+pub fn cases(name: []const u8, c: *const harness.Constants, out: *[2]harness.Case) []const harness.Case {
+    const eql = std.mem.eql;
+    const Case = harness.Case;
+    if (eql(u8, name, "io_mutex_contended")) {
+        out[0] = Case.io(name, "tasks", c.io_mutex_tasks, c.io_mutex_tasks * (c.async_ops / c.io_mutex_tasks));
+        return out[0..1];
+    } else if (eql(u8, name, "io_queue_pingpong")) {
+        for (queue_pairs, out) |pairs, *case| case.* = Case.io(name, "pairs", pairs, pairs * pingpongRounds(c.ping_pong_rounds, pairs));
+        return out[0..queue_pairs.len];
+    } else if (eql(u8, name, "io_fan_in")) {
+        out[0] = Case.io(name, "producers", c.io_fan_tasks, fanItems(c.io_fan_items, c.io_fan_tasks));
+        return out[0..1];
+    } else if (eql(u8, name, "io_fan_out")) {
+        out[0] = Case.io(name, "consumers", c.io_fan_tasks, fanItems(c.io_fan_items, c.io_fan_tasks));
+        return out[0..1];
+    } else if (eql(u8, name, "io_spawn")) {
+        out[0] = Case.io(name, "", 0, c.task_ops);
+        return out[0..1];
+    } else if (eql(u8, name, "io_spawn_group")) {
+        out[0] = Case.io(name, "n", c.io_group_tasks, c.io_group_tasks);
+        return out[0..1];
+    } else if (eql(u8, name, "io_sleep")) {
+        for (sleep_ms, out) |ms, *case| case.* = Case.io(name, "d_ms", ms, c.io_sleep_tasks);
+        return out[0..sleep_ms.len];
+    } else if (eql(u8, name, "io_tcp_pingpong")) {
+        for (pingpong_sizes, out) |size, *case| case.* = Case.io(name, "size", size, c.io_net_rounds);
+        return out[0..pingpong_sizes.len];
+    } else if (eql(u8, name, "io_tcp_echo_conns")) {
+        for (echo_conns, out) |conns, *case| case.* = Case.io(name, "conns", conns, conns * c.io_net_rounds);
+        return out[0..echo_conns.len];
+    }
+    std.debug.assert(eql(u8, name, "io_tcp_connect"));
+    out[0] = Case.io(name, "", 0, c.io_connect_ops);
+    return out[0..1];
+}
+
 fn totalIterations(ctx: *const Ctx) u64 {
     return ctx.constants.warmup + ctx.constants.iterations;
 }

@@ -52,38 +52,11 @@ const registry = [_]Bench{
 
 const Selected = struct { case: Case, run: BenchFn };
 
-/// The cases (benchmark × param) of `bench`, with their ops per iteration (the same on the
-/// Rust side, rust_bench/src/io.rs).
+/// The cases (benchmark × param) of `bench`, with their ops per iteration (`benches.cases`;
+/// the same on the Rust side, rust_bench/src/io.rs).
 fn appendCases(gpa: std.mem.Allocator, list: *std.ArrayList(Selected), bench: Bench, c: *const Constants) !void {
-    const eql = std.mem.eql;
-    const name = bench.name;
-    const add = struct {
-        fn add(g: std.mem.Allocator, l: *std.ArrayList(Selected), b: Bench, case: Case) !void {
-            try l.append(g, .{ .case = case, .run = b.run });
-        }
-    }.add;
-    if (eql(u8, name, "io_mutex_contended")) {
-        try add(gpa, list, bench, Case.io(name, "tasks", c.io_mutex_tasks, c.io_mutex_tasks * (c.async_ops / c.io_mutex_tasks)));
-    } else if (eql(u8, name, "io_queue_pingpong")) {
-        for (benches.queue_pairs) |pairs| try add(gpa, list, bench, Case.io(name, "pairs", pairs, pairs * benches.pingpongRounds(c.ping_pong_rounds, pairs)));
-    } else if (eql(u8, name, "io_fan_in")) {
-        try add(gpa, list, bench, Case.io(name, "producers", c.io_fan_tasks, benches.fanItems(c.io_fan_items, c.io_fan_tasks)));
-    } else if (eql(u8, name, "io_fan_out")) {
-        try add(gpa, list, bench, Case.io(name, "consumers", c.io_fan_tasks, benches.fanItems(c.io_fan_items, c.io_fan_tasks)));
-    } else if (eql(u8, name, "io_spawn")) {
-        try add(gpa, list, bench, Case.io(name, "", 0, c.task_ops));
-    } else if (eql(u8, name, "io_spawn_group")) {
-        try add(gpa, list, bench, Case.io(name, "n", c.io_group_tasks, c.io_group_tasks));
-    } else if (eql(u8, name, "io_sleep")) {
-        for (benches.sleep_ms) |ms| try add(gpa, list, bench, Case.io(name, "d_ms", ms, c.io_sleep_tasks));
-    } else if (eql(u8, name, "io_tcp_pingpong")) {
-        for (benches.pingpong_sizes) |size| try add(gpa, list, bench, Case.io(name, "size", size, c.io_net_rounds));
-    } else if (eql(u8, name, "io_tcp_echo_conns")) {
-        for (benches.echo_conns) |conns| try add(gpa, list, bench, Case.io(name, "conns", conns, conns * c.io_net_rounds));
-    } else {
-        std.debug.assert(eql(u8, name, "io_tcp_connect"));
-        try add(gpa, list, bench, Case.io(name, "", 0, c.io_connect_ops));
-    }
+    var buffer: [2]Case = undefined;
+    for (benches.cases(bench.name, c, &buffer)) |case| try list.append(gpa, .{ .case = case, .run = bench.run });
 }
 
 /// Selected cases in canonical order.

@@ -26,6 +26,8 @@ const sync_tiers = @import("sync_tiers.zig");
 const async_tiers = @import("async_tiers.zig");
 const echo = @import("echo.zig");
 const net = @import("net.zig");
+const io_native = @import("io_native.zig");
+const io_benches = @import("io_benches.zig");
 const metrics = @import("metrics.zig");
 const variants = @import("variants.zig");
 
@@ -89,7 +91,19 @@ const benches = [_]Bench{
     netBench("tcp_echo_conns", net.tcpEchoConns),
     netBench("tcp_connect", net.tcpConnect),
     netBench("tcp_stream", net.tcpStream),
+    ioBench("io_queue_pingpong", io_native.queuePingpong),
+    ioBench("io_fan_in", io_native.fanIn),
+    ioBench("io_fan_out", io_native.fanOut),
+    ioBench("io_spawn", io_native.spawn),
+    ioBench("io_spawn_group", io_native.spawnGroup),
+    ioBench("io_sleep", io_native.sleep),
 };
+
+/// An io-suite row on the native API (io_native.zig): the io program's benchmark name,
+/// parameters and ops, run at every worker count of the sweep.
+fn ioBench(name: []const u8, run_fn: BenchFn) Bench {
+    return .{ .suite = "io", .tier = 0, .name = name, .run = run_fn };
+}
 
 fn netBench(name: []const u8, run_fn: BenchFn) Bench {
     return .{ .suite = "net", .tier = 0, .name = name, .run = run_fn };
@@ -127,6 +141,11 @@ const Selected = struct { case: Case, run: BenchFn };
 fn appendCases(gpa: std.mem.Allocator, list: *std.ArrayList(Selected), bench: Bench, c: *const Constants) !void {
     const eql = std.mem.eql;
     if (eql(u8, bench.suite, "net")) return appendNetCases(gpa, list, bench, c);
+    if (eql(u8, bench.suite, "io")) {
+        var buffer: [2]Case = undefined;
+        for (io_benches.cases(bench.name, c, &buffer)) |case| try list.append(gpa, .{ .case = case, .run = bench.run });
+        return;
+    }
     if (!eql(u8, bench.suite, "echo")) {
         try list.append(gpa, .{ .case = Case.micro(bench.tier, bench.name, microOps(bench.name, c)), .run = bench.run });
         return;
@@ -334,6 +353,7 @@ test {
     _ = async_tiers;
     _ = echo;
     _ = net;
+    _ = io_native;
     _ = metrics;
     _ = @import("LibcCopy.zig");
     _ = @import("diagnostic.zig");
@@ -385,6 +405,74 @@ test "the net suite lists its cases in canonical order (same as the Rust side)" 
         \\net 0 tcp_stream size=1048576
         \\
     , aw.written());
+}
+
+test "the io suite lists the native rows with the io program's names and params" {
+    var counting = CountingAllocator.init(testing.allocator);
+    var aw = std.Io.Writer.Allocating.init(testing.allocator);
+    defer aw.deinit();
+    try testing.expectEqual(@as(u8, 0), runArgs(&counting, "--suite io --list", &aw.writer).code);
+    try testing.expectEqualStrings(
+        \\io 0 io_queue_pingpong pairs=1
+        \\io 0 io_queue_pingpong pairs=100
+        \\io 0 io_fan_in producers=1000
+        \\io 0 io_fan_out consumers=1000
+        \\io 0 io_spawn
+        \\io 0 io_spawn_group n=1000
+        \\io 0 io_sleep d_ms=0
+        \\io 0 io_sleep d_ms=10
+        \\
+    , aw.written());
+    // `--suite all` runs them too, after the net suite, once per worker count.
+    aw.clearRetainingCapacity();
+    try testing.expectEqual(@as(u8, 0), runArgs(&counting, "--suite all --list", &aw.writer).code);
+    try testing.expect(std.mem.endsWith(u8, aw.written(), "net 0 tcp_stream size=1048576\nio 0 io_queue_pingpong pairs=1\nio 0 io_queue_pingpong pairs=100\n" ++
+        "io 0 io_fan_in producers=1000\nio 0 io_fan_out consumers=1000\nio 0 io_spawn\nio 0 io_spawn_group n=1000\nio 0 io_sleep d_ms=0\nio 0 io_sleep d_ms=10\n"));
+}
+
+test "a native io sweep writes suite=io rows per worker count, with metrics" {
+    var tmp = testing.tmpDir(.{});
+    defer tmp.cleanup();
+    var dir_buffer: [std.fs.max_path_bytes]u8 = undefined;
+    const dir = dir_buffer[0..try tmp.dir.realPath(testing.io, &dir_buffer)];
+    var csv_buffer: [std.fs.max_path_bytes]u8 = undefined;
+    var metrics_buffer: [std.fs.max_path_bytes]u8 = undefined;
+    const csv = try std.fmt.bufPrint(&csv_buffer, "{s}/ampere.csv", .{dir});
+    const metrics_path = try std.fmt.bufPrint(&metrics_buffer, "{s}/ampere.metrics.jsonl", .{dir});
+    const args = [_][]const u8{
+        "--quick", "--suite", "io", "--workers", "2,1", "--set", "io_sleep_tasks=20", "--set", "iterations=2",
+        "--csv",   csv,       "--metrics", metrics_path,
+    };
+    var counting = CountingAllocator.init(testing.allocator);
+    var aw = std.Io.Writer.Allocating.init(testing.allocator);
+    defer aw.deinit();
+    const exit = run(testing.allocator, testing.io, &counting, &args, &aw.writer);
+    if (exit.code != 0) std.debug.print("{s}\n", .{exit.message()});
+    try testing.expectEqual(@as(u8, 0), exit.code);
+    const text = try tmp.dir.readFileAlloc(testing.io, "ampere.csv", testing.allocator, .limited(1 << 20));
+    defer testing.allocator.free(text);
+    var lines = std.mem.splitScalar(u8, text, '\n');
+    try testing.expectEqualStrings(output.csv_header, lines.next().?);
+    var rows: usize = 0;
+    var rows_at_two: usize = 0;
+    while (lines.next()) |line| {
+        if (line.len == 0) break;
+        var fields = std.mem.splitScalar(u8, line, ',');
+        var columns: [13][]const u8 = undefined;
+        for (&columns) |*column| column.* = fields.next().?;
+        try testing.expectEqualStrings("ampere", columns[0]);
+        try testing.expectEqualStrings("io", columns[2]);
+        try testing.expect(std.mem.startsWith(u8, columns[4], "io_"));
+        if (std.mem.eql(u8, columns[10], "2")) rows_at_two += 1;
+        rows += 1;
+    }
+    // 8 cases × 2 iterations × 2 worker counts; worker count 2 first.
+    try testing.expectEqual(@as(usize, 8 * 2 * 2), rows);
+    try testing.expectEqual(@as(usize, 8 * 2), rows_at_two);
+    const metrics_text = try tmp.dir.readFileAlloc(testing.io, "ampere.metrics.jsonl", testing.allocator, .limited(1 << 20));
+    defer testing.allocator.free(metrics_text);
+    try testing.expectEqual(@as(usize, 8 * 2), std.mem.count(u8, metrics_text, "\n"));
+    try testing.expect(std.mem.indexOf(u8, metrics_text, "\"benchmark\":\"io_fan_in\"") != null);
 }
 
 test "command line errors exit 2" {

@@ -198,6 +198,8 @@ IO_PROGRAMS = ("zig.threaded", "zio", "ampere.io")
 if a.suite == "io" and (RUNTIME in IO_PROGRAMS or RUNTIME == "tokio"):  # the io suite, at every worker count
     for w in sweep:
         benches += [("io", 0, "io_mutex_contended", "tasks=4", 1000, 9.0, w), ("io", 0, "io_spawn", "", 100, 400.0, w)]
+if a.suite == "io" and RUNTIME == "ampere":  # ampere_bench's native io rows (no io_mutex_contended)
+    benches += [("io", 0, "io_spawn", "", 100, 300.0, w) for w in sweep]
 benches = [b for b in benches if not a.filter or any(f in b[2] for f in a.filter)]
 rows = []
 COUNTERS = ["polls", "parks", "unparks_issued", "steals", "tasks_stolen", "inject_pushes", "spin_ns"]

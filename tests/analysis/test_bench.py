@@ -68,7 +68,7 @@ def test_profile_defaults():
     # the full profile's `--suite all` (make report) adds the io suite's std.Io implementations
     assert full.variant_names == ("ampere", "ampere.nospin", "tokio", "ampere.io", "zig.threaded", "zio")
     assert quick.variant_names == ("ampere", "tokio")
-    assert bench.BenchOptions(suite="io").variant_names == ("ampere.io", "zig.threaded", "zio", "tokio")
+    assert bench.BenchOptions(suite="io").variant_names == ("ampere", "ampere.io", "zig.threaded", "zio", "tokio")
     assert bench.BenchOptions(suite="micro").variant_names == ("ampere", "ampere.nospin", "tokio")
     assert full.invocation_count == bench.DEFAULT_INVOCATIONS["full"] >= bench.MIN_PUBLISHED_INVOCATIONS
     assert quick.invocation_count == bench.DEFAULT_INVOCATIONS["quick"]

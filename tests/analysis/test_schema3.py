@@ -151,8 +151,8 @@ def test_io_run_records_absent_sides_rotates_and_compares(tmp_path, monkeypatch,
     monkeypatch.setattr("analysis.bench.AMPERE_IO_BUILT", False)
     folder = tmp_path / "bin"
     folder.mkdir()
-    binaries = {"tokio": install_fake_bench(folder, "tokio"), "zig.threaded": install_fake_bench(folder, "zig.threaded"),
-                "zio": folder / "no_such_io_bench_zio"}
+    binaries = {"ampere": install_fake_bench(folder, "ampere"), "tokio": install_fake_bench(folder, "tokio"),
+                "zig.threaded": install_fake_bench(folder, "zig.threaded"), "zio": folder / "no_such_io_bench_zio"}
     data = tmp_path / "data"
     options = BenchOptions(suite="io", quick=True, invocations=3, workers=(1, 2), data_dir=str(data),
                            binaries=binaries, warmup=False)
@@ -162,28 +162,40 @@ def test_io_run_records_absent_sides_rotates_and_compares(tmp_path, monkeypatch,
     entries = {e["name"]: e for e in info["runtimes"]}
     assert entries["ampere.io"]["absent"] == "ampere.Io not built yet"
     assert entries["zio"]["absent"] and "absent" not in entries["tokio"] and "absent" not in entries["zig.threaded"]
-    assert [(o["runtime"], o["invocation"]) for o in info["invocation_order"]] == [
-        ("zig.threaded", 0), ("tokio", 0), ("tokio", 1), ("zig.threaded", 1), ("zig.threaded", 2), ("tokio", 2)]
+    order = [(o["runtime"], o["invocation"]) for o in info["invocation_order"]]
+    assert [rt for rt, k in order if k == 0] == ["ampere", "zig.threaded", "tokio"]
+    assert sorted(order) == sorted((rt, k) for rt in ("ampere", "zig.threaded", "tokio") for k in range(3))
+    assert [rt for rt, k in order if k == 1] != [rt for rt, k in order if k == 0]  # the order rotates
     assert info["bench_commands"]["zig.threaded"][1:5] == ["--variant", "zig.threaded", "--suite", "io"]
+    assert info["bench_commands"]["ampere"][1:5] == ["--variant", "ampere", "--suite", "io"]
     run = load_run(str(run_dir))
-    assert set(run.absent) == {"ampere.io", "zio"} and run.runtimes == ("tokio", "zig.threaded")
+    assert set(run.absent) == {"ampere.io", "zio"} and run.runtimes == ("ampere", "tokio", "zig.threaded")
     assert sorted(run.rows("zig.threaded")["workers"].unique()) == [1, 2]
+    native = run.rows("ampere")
+    assert set(native["suite"]) == {"io"} and set(native["benchmark"]) == {"io_spawn"}
     code, out, err = cli("compare", str(run_dir), "--suite", "io", "--baseline", "tokio", "--color", "never")
     assert code == 0, err
     assert "io_mutex_contended tasks=4" in out and "ampere.io: absent (ampere.Io not built yet)" in out
 
 
-def test_io_suite_refuses_a_runtime_without_io_rows(tmp_path):
-    from analysis.bench import BenchOptions, run_bench
+def test_io_suite_takes_ampere_native_variants_and_refuses_a_program_without_io_rows(tmp_path, monkeypatch):
+    from analysis import bench
+    from analysis.bench import BenchOptions, check_suite
     from analysis.errors import AnalysisError
 
-    with pytest.raises(AnalysisError, match="ampere has no io rows"):
-        run_bench(BenchOptions(suite="io", quick=True, runtimes=("ampere", "tokio"), data_dir=str(tmp_path)))
+    # ampere_bench has io rows (its native API's): every ampere variant may run --suite io.
+    check_suite(BenchOptions(suite="io", quick=True, runtimes=("ampere", "ampere.nospin", "ampere.io", "tokio")))
+    # A program without io rows is refused before anything runs (none is today: simulated).
+    monkeypatch.setattr(bench, "IO_CAPABLE", ("ampere.io", "zig.threaded", "zio", "tokio"))
+    with pytest.raises(AnalysisError, match="ampere.nospin has no io rows"):
+        bench.run_bench(BenchOptions(suite="io", quick=True, runtimes=("ampere.nospin", "tokio"), data_dir=str(tmp_path)))
+    assert not (tmp_path / "runs").exists()
 
 
 def test_a_suite_only_one_side_ran_is_left_out_of_their_comparison(tmp_path):
-    """Tokio runs the io suite in `--suite all`; ampere's native program has no io rows: the
-    ampere-vs-tokio comparison is of the suites both ran, the io rows go to the io runtimes'."""
+    """A run where Tokio has io rows and ampere's native program none (a run before ampere_bench
+    had io rows, or one filtered to other rows): the ampere-vs-tokio comparison is of the suites
+    both ran, the io rows go to the io runtimes'."""
     from analysis import compare
     from analysis_fakes import standard_rows
 
@@ -264,3 +276,30 @@ def test_io_matrix_plot_is_readable_and_says_when_there_is_nothing(tmp_path):
     assert {t.get_text() for t in ax.texts} == {"zio"}  # the winner of every row
     empty = figures.matrix_plot(iosuite.matrix(iosuite.sides({}), 0.05), None, "tokio", 0.95)
     assert "no io rows in this run" in [t.get_text() for t in empty.axes[0].texts]
+
+
+def test_native_ampere_may_lack_the_io_rows_its_api_does_not_have(tmp_path):
+    """ampere_bench's io rows are the native API's (schema.NATIVE_IO_BENCHMARKS): without
+    io_mutex_contended the run loads; a std.Io side, or the native side without one of its own
+    rows, is still one-sided and stops loading."""
+    from analysis import schema
+    from analysis.errors import DataError
+
+    present = ("ampere", "ampere.io", "tokio")
+    entries = [{"name": n} for n in present]
+
+    def write(name, drop):
+        rows = {rt: [r for r in io_rows(rt, SPEED[rt]) if (rt, r[4]) not in drop] for rt in present}
+        info = run_json("20261125T101500Z-lab1", schema_version=3, suites=["io"], runtimes=entries)
+        return write_run(tmp_path / name, run_id="20261125T101500Z-lab1", runtimes=present, rows=rows,
+                         meta={rt: io_meta(rt) for rt in present}, info=info)
+
+    assert "io_mutex_contended" not in schema.NATIVE_IO_BENCHMARKS
+    run = load_run(str(write("native", {("ampere", "io_mutex_contended")})))
+    assert "io_mutex_contended" not in set(run.rows("ampere")["benchmark"])
+    assert schema.runs_benchmark("ampere.nospin", "io", "io_spawn") and not schema.runs_benchmark(
+        "ampere.nospin", "io", "io_tcp_connect")
+    with pytest.raises(DataError, match=r"ampere\.csv: no rows of io benchmark 'io_spawn'"):
+        load_run(str(write("own", {("ampere", "io_spawn")})))
+    with pytest.raises(DataError, match=r"ampere\.io\.csv: no rows of io benchmark 'io_mutex_contended'"):
+        load_run(str(write("stdio", {("ampere.io", "io_mutex_contended")})))

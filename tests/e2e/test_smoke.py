@@ -35,7 +35,8 @@ def test_bench_records_a_complete_quick_run(pipeline):
     info = json.loads((run / "run.json").read_text())
     assert (info["status"], info["profile"], sorted(info["suites"]), info["invocations"]) == (
         "complete", "quick", ["echo", "io", "micro", "net"], 2)  # --suite all: every suite the programs have
-    # (the quick profile's ampere and tokio; tokio_bench has the io suite's Tokio twins)
+    # (the quick profile's ampere and tokio; tokio_bench has the io suite's Tokio twins, ampere_bench
+    # the rows of its native API)
     assert info["schema_version"] == 3 and info["workers"] == [1, 4]
     assert [e["name"] for e in info["runtimes"]] == ["ampere", "tokio"]
     assert info["runtimes"][1]["versions"]["tokio_version"] and info["runtimes"][0]["versions"]["compiler"] == "zig"
@@ -54,6 +55,9 @@ def test_bench_records_a_complete_quick_run(pipeline):
         swept = {(r["benchmark"], r["workers"]) for r in rows
                  if (r["suite"] == "micro" and r["tier"] in ("3", "4")) or r["suite"] == "io"}
         assert swept and all({(b, "1"), (b, "4")} <= swept for b, _ in swept), "Tiers 3-4 and io must run at 1 and 4 workers"
+        # both programs have io rows: tokio_bench its twins, ampere_bench its native API's
+        assert {"io_queue_pingpong", "io_fan_in", "io_fan_out", "io_spawn", "io_spawn_group", "io_sleep"} <= {
+            r["benchmark"] for r in rows if r["suite"] == "io"}
     meta = json.loads((run / "ampere.meta.json").read_text())
     assert meta["runtime"] == "ampere" and meta.get("variant", "ampere") == "ampere"
     assert "run complete:" in pipeline.bench.stdout

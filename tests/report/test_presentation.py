@@ -234,9 +234,10 @@ def test_echo_sweep_plot_log_log_with_reference(tmp_path):
 
 # -- CPU time, variants, like for like, scaling --------------------------------------------------
 
-def spinning_run(tmp_path, schema=2):
+def spinning_run(tmp_path, schema=2, tokio_only_row=False):
     """ampere 2x faster in wall time on mutex but with 3x the CPU per op; schema 2: a sweep of
-    task_spawn over 1 and 2 workers (ampere 1.43x faster at 2)."""
+    task_spawn over 1 and 2 workers (ampere 1.43x faster at 2); `tokio_only_row`: io_spawn on
+    both and a sweep of io_mutex_contended that only Tokio ran (ampere's native API has no such row)."""
     from analysis_fakes import rows_for, standard_rows
 
     rng = np.random.default_rng(5)
@@ -250,6 +251,12 @@ def spinning_run(tmp_path, schema=2):
             r += rows_for(rt, "micro", 4, "task_spawn", "", 1000,
                           [20_000_000 * speed * np.exp(rng.normal(0, 0.02, 10)) for _ in range(3)], workers=workers,
                           cpu_share=1.5)
+        for workers in (1, 2) if tokio_only_row else ():
+            r += rows_for(rt, "io", 0, "io_spawn", "", 1000,
+                          [90_000 * np.exp(rng.normal(0, 0.02, 10)) for _ in range(3)], workers=workers)
+            if rt == "tokio":  # an io row ampere's native API does not run
+                r += rows_for(rt, "io", 0, "io_mutex_contended", "tasks=4", 1000,
+                              [9_000 * np.exp(rng.normal(0, 0.02, 10)) for _ in range(3)], workers=workers)
         rows[rt] = r
     data = tmp_path / "data"
     write_run(data, rows=rows, schema=schema)
@@ -318,6 +325,22 @@ def test_scaling_figures_table_and_sentences(tmp_path):
     assert re.fullmatch(r"task_spawn, 1 → 2 workers: ampere 2\d\.\d µs → 1\d\.\d µs per op \(1\.4\d× faster\); "
                         r"Tokio 2\d\.\d µs → \d\d\.\d µs per op \(flat\)\. ampere against Tokio: tie at 1, win at 2\.",
                         sentence), sentence
+
+
+def test_scaling_of_a_row_only_the_baseline_ran_says_so(tmp_path):
+    """A swept row only one side has (as Tokio's io_mutex_contended, which ampere's native API
+    does not run): the ratio panel has no point but draws, with a note; the sentence says who did
+    not run it."""
+    _, cmp = comparison(spinning_run(tmp_path, tokio_only_row=True))
+    fig = scaling.ratio_grid(cmp)
+    assert_readable(fig)
+    assert "no ratio: not run by both ampere and Tokio" in all_text(fig)
+    assert_readable(scaling.scaling_grid(cmp))
+    rows = tables.swept(cmp.benchmarks)
+    sentence = words.scaling_sentence(rows[rows["benchmark"] == "io_mutex_contended"], "tokio", "ampere")
+    assert sentence.endswith("Not run by ampere: no comparison.") and "nan" not in sentence, sentence
+    both = words.scaling_sentence(rows[rows["benchmark"] == "task_spawn"], "tokio", "ampere")
+    assert "ampere against Tokio: " in both
 
 
 def test_scaling_figures_without_a_sweep_say_so(two_runtime_run):
