@@ -359,6 +359,15 @@ fn acquireMany(pool: *Pool, stacks: []Stack) !void {
     for (stacks) |*s| s.* = try pool.acquire();
 }
 
+/// Epochs of 100 fake nanoseconds, the clock read at every release, starting at 0.
+fn useFakeEpochs(pool: *Pool) void {
+    fake_clock_ns = 0;
+    pool.now_ns = fakeClockNs;
+    pool.epoch_start_ns = 0;
+    pool.check_every = 1;
+    pool.epoch_ns = 100;
+}
+
 fn releaseAll(pool: *Pool, stacks: []const Stack) void {
     for (stacks) |s| pool.release(s);
 }
@@ -366,11 +375,7 @@ fn releaseAll(pool: *Pool, stacks: []const Stack) void {
 test "a burst finds its stacks again; the excess drains with a half-life of one epoch" {
     var pool = Pool.init(16 * 1024, page_bytes, 2);
     defer pool.deinit();
-    fake_clock_ns = 0;
-    pool.now_ns = fakeClockNs;
-    pool.epoch_start_ns = 0;
-    pool.check_every = 1;
-    pool.epoch_ns = 100;
+    useFakeEpochs(&pool);
     var stacks: [16]Stack = undefined;
     // Two bursts in one epoch: the second maps nothing (the old cap of retain_min stacks
     // mapped 14 afresh).
@@ -423,11 +428,7 @@ test "a reservation maps only when every free stack is promised; take is LIFO; u
 test "trimming never unmaps a stack a reservation counts on" {
     var pool = Pool.init(16 * 1024, page_bytes, 0);
     defer pool.deinit();
-    fake_clock_ns = 0;
-    pool.now_ns = fakeClockNs;
-    pool.epoch_start_ns = 0;
-    pool.check_every = 1;
-    pool.epoch_ns = 100;
+    useFakeEpochs(&pool);
     var stacks: [8]Stack = undefined;
     try acquireMany(&pool, &stacks);
     for (0..4) |_| try pool.reserve(); // Four promised: four more mapped.
