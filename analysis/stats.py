@@ -384,6 +384,18 @@ def within_log_se(sample: Sample) -> float:
     return _within_se(logs, pooled(logs))
 
 
+def _paired_log_ratios(baseline: np.ndarray, candidate: np.ndarray) -> np.ndarray | None:
+    """d_k = log(baseline_k / candidate_k) per round of aligned summaries; None when there is no
+    round or a summary is <= 0. Summaries of different lengths are a ValueError."""
+    b = np.asarray(baseline, dtype=np.float64).ravel()
+    c = np.asarray(candidate, dtype=np.float64).ravel()
+    if b.shape != c.shape:
+        raise ValueError(f"paired summaries differ in length: {b.size} and {c.size}")
+    if b.size == 0 or not ((b > 0).all() and (c > 0).all()):
+        return None
+    return np.log(b) - np.log(c)
+
+
 def paired_ratio_ci(baseline: np.ndarray, candidate: np.ndarray, confidence: float = DEFAULT_CONFIDENCE,
                     within_se: float = 0.0) -> RatioCI:
     """baseline / candidate from per-round summaries (aligned: element k of both is round k).
@@ -393,15 +405,11 @@ def paired_ratio_ci(baseline: np.ndarray, candidate: np.ndarray, confidence: flo
     module doc). No interval with fewer than 2 rounds, a summary <= 0, or no variation at all.
     """
     check_confidence(confidence)
-    b = np.asarray(baseline, dtype=np.float64).ravel()
-    c = np.asarray(candidate, dtype=np.float64).ravel()
-    if b.shape != c.shape:
-        raise ValueError(f"paired summaries differ in length: {b.size} and {c.size}")
+    d = _paired_log_ratios(baseline, candidate)
     nan = math.nan
-    k = b.size
-    if k == 0 or not ((b > 0).all() and (c > 0).all()):
+    if d is None:
         return RatioCI(nan, nan, nan, nan, nan, nan, nan, "no ratio (no complete round, or a summary <= 0)")
-    d = np.log(b) - np.log(c)
+    k = d.size
     log_ratio = float(d.mean())
     ratio = math.exp(log_ratio)
     if k < 2:
@@ -432,15 +440,11 @@ def paired_median_ratio_ci(baseline: np.ndarray, candidate: np.ndarray, confiden
     summary <= 0, or no variation at all.
     """
     check_confidence(confidence)
-    b = np.asarray(baseline, dtype=np.float64).ravel()
-    c = np.asarray(candidate, dtype=np.float64).ravel()
-    if b.shape != c.shape:
-        raise ValueError(f"paired summaries differ in length: {b.size} and {c.size}")
+    d = _paired_log_ratios(baseline, candidate)
     nan = math.nan
-    k = b.size
-    if k == 0 or not ((b > 0).all() and (c > 0).all()):
+    if d is None:
         return RatioCI(nan, nan, nan, nan, nan, nan, nan, "no ratio (no complete round, or a summary <= 0)")
-    d = np.log(b) - np.log(c)
+    k = d.size
     log_ratio = float(np.median(d))
     ratio = math.exp(log_ratio)
     if k < 2:

@@ -16,14 +16,15 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
 from .. import schema
 from ..machines import Machines, swept_rows
-from .style import BAND_COLOR, band_handle, finite_span, grid, note_axes, plain_log, ratio_axis
+from .style import BAND_COLOR, band_handle, empty_workers_figure, finite_span, grid, plain_log, ratio_axis, workers_axis
 
 MACHINE_COLORS = ("#2ca02c", "#9467bd", "#8c564b", "#17becf", "#e377c2", "#bcbd22", "#7f7f7f", "#1f77b4")
 
+
+_NO_DATA = "no machine has Tier 3-4 rows (nothing ran on a runtime at a worker count)"
 
 def machine_colors(machines: list[str]) -> dict[str, str]:
     """One colour per machine, in page order (cycling past the palette)."""
@@ -38,25 +39,6 @@ def _panels(data: Machines) -> list[tuple[str, pd.DataFrame]]:
             zip(rows["benchmark"], rows["param"], rows["tier"])}
     order = sorted(keys, key=lambda k: keys[k])
     return [(schema.bench_label(b, p), rows[(rows["benchmark"] == b) & (rows["param"] == p)]) for b, p in order]
-
-
-def _workers_axis(ax: Any, workers: list[int]) -> None:
-    ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_locator(FixedLocator(workers))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel("worker threads (log scale)")
-
-
-def _empty(title: str, ylabel: str) -> Figure:
-    fig = Figure(figsize=(8, 3), layout="constrained")
-    ax = fig.add_subplot()
-    ax.set_title(title)
-    ax.set_xlabel("worker threads")
-    ax.set_ylabel(ylabel)
-    note_axes(ax, "no machine has Tier 3-4 rows (nothing ran on a runtime at a worker count)")
-    ax.legend(handles=[Line2D([], [], color="#999999", label="no data")], loc="upper left")
-    return fig
 
 
 def _series(ax: Any, rows: pd.DataFrame, value: str, low: str, high: str, color: str, marker: str,
@@ -84,7 +66,7 @@ def scaling_by_machine(data: Machines) -> Figure:
     title = f"Time per operation against worker threads on each machine: {cn} and {bn} (less is better)"
     panels = _panels(data)
     if not panels:
-        return _empty(title, "time per operation (ns/op)")
+        return empty_workers_figure(title, "time per operation (ns/op)", _NO_DATA)
     colors = machine_colors(list(data.machines["machine"]))
     fig, axes = grid(len(panels), title)
     for ax, (label, rows) in zip(axes, panels):
@@ -92,7 +74,7 @@ def scaling_by_machine(data: Machines) -> Figure:
             color = colors.get(str(machine), "#000000")
             _series(ax, mine, "candidate_median_ns_per_op", "candidate_ci_low", "candidate_ci_high", color, "o", "-")
             _series(ax, mine, "baseline_median_ns_per_op", "baseline_ci_low", "baseline_ci_high", color, "s", "--")
-        _workers_axis(ax, sorted({int(w) for w in rows["workers"]}))
+        workers_axis(ax, sorted({int(w) for w in rows["workers"]}))
         ax.set_yscale("log")
         plain_log(ax.yaxis)
         ax.set_title(label, fontsize=10)
@@ -112,7 +94,7 @@ def ratio_by_machine(data: Machines, tie_band: float, confidence: float) -> Figu
     title = f"{bn} ÷ {cn} per worker count on each machine, {confidence:.0%} intervals (> 1: {cn} faster)"
     panels = _panels(data)
     if not panels:
-        return _empty(title, f"{bn} ÷ {cn} (×)")
+        return empty_workers_figure(title, f"{bn} ÷ {cn} (×)", _NO_DATA)
     colors = machine_colors(list(data.machines["machine"]))
     fig, axes = grid(len(panels), title)
     for ax, (label, rows) in zip(axes, panels):
@@ -122,7 +104,7 @@ def ratio_by_machine(data: Machines, tie_band: float, confidence: float) -> Figu
         ax.axhline(1.0, color="#444444", linewidth=1, zorder=1)
         for machine, mine in rows.groupby("machine", sort=False):
             _series(ax, mine, "ratio", "ratio_ci_low", "ratio_ci_high", colors.get(str(machine), "#000000"), "o", "-")
-        _workers_axis(ax, sorted({int(w) for w in rows["workers"]}))
+        workers_axis(ax, sorted({int(w) for w in rows["workers"]}))
         ax.set_title(label, fontsize=10)
         ax.set_ylabel(f"{bn} ÷ {cn} (×, log)")
     handles = _machine_handles(colors) + [band_handle(tie_band)]

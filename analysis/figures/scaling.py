@@ -17,37 +17,19 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
 from .. import schema
 from ..compare import Comparison
 from ..tables import METRICS_SHOWN, VERDICT_COLORS, runtime_metrics_rows, swept
-from .style import (BAND_COLOR, OTHER_COLORS, ROLE_COLORS, band_handle, finite_span, grid, note_axes, plain_log,
-                    ratio_axis, verdict_handles)
+from .style import (BAND_COLOR, OTHER_COLORS, ROLE_COLORS, band_handle, empty_workers_figure, finite_span, grid,
+                    note_axes, plain_log, ratio_axis, verdict_handles, workers_axis)
 
+
+_NO_DATA = "no benchmark of this run ran at more than one worker count (no worker sweep)"
 
 def _by_benchmark(cmp: Comparison) -> list[tuple[str, pd.DataFrame]]:
     rows = swept(cmp.benchmarks)
     return [(schema.bench_label(b, p), g) for (b, p), g in rows.groupby(["benchmark", "param"], sort=False)]
-
-
-def _workers_axis(ax: Any, workers: list[int]) -> None:
-    ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_locator(FixedLocator(workers))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel("worker threads (log scale)")
-
-
-def _empty(title: str, ylabel: str) -> Figure:
-    fig = Figure(figsize=(8, 3), layout="constrained")
-    ax = fig.add_subplot()
-    ax.set_title(title)
-    ax.set_xlabel("worker threads")
-    ax.set_ylabel(ylabel)
-    note_axes(ax, "no benchmark of this run ran at more than one worker count (no worker sweep)")
-    ax.legend(handles=[Line2D([], [], color="#999999", label="no data")], loc="upper left")
-    return fig
 
 
 def _series(ax: Any, x: np.ndarray, y: np.ndarray, low: np.ndarray, high: np.ndarray, **style: Any) -> None:
@@ -64,7 +46,7 @@ def scaling_grid(cmp: Comparison) -> Figure:
     title = f"Time per operation against worker threads: {cn} and {bn} (less is better)"
     panels = _by_benchmark(cmp)
     if not panels:
-        return _empty(title, "time per operation (ns/op)")
+        return empty_workers_figure(title, "time per operation (ns/op)", _NO_DATA)
     fig, axes = grid(len(panels), title)
     cpu_seen = False
     for ax, (label, rows) in zip(axes, panels):
@@ -77,7 +59,7 @@ def scaling_grid(cmp: Comparison) -> Figure:
                 cpu_seen = True
                 _series(ax, x, col("cpu_ns_per_op"), col("cpu_ci_low"), col("cpu_ci_high"), color=color, marker="s",
                         linestyle="--")
-        _workers_axis(ax, sorted(int(w) for w in rows["workers"]))
+        workers_axis(ax, sorted(int(w) for w in rows["workers"]))
         ax.set_yscale("log")
         plain_log(ax.yaxis)
         ax.set_title(label, fontsize=10)
@@ -97,7 +79,7 @@ def ratio_grid(cmp: Comparison) -> Figure:
     title = f"{bn} ÷ {cn} per worker count with {cmp.confidence:.0%} intervals (> 1: {cn} better)"
     panels = _by_benchmark(cmp)
     if not panels:
-        return _empty(title, f"{bn} ÷ {cn} (×)")
+        return empty_workers_figure(title, f"{bn} ÷ {cn} (×)", _NO_DATA)
     fig, axes = grid(len(panels), title)
     for ax, (label, rows) in zip(axes, panels):
         x = rows["workers"].to_numpy(dtype=float)
@@ -119,7 +101,7 @@ def ratio_grid(cmp: Comparison) -> Figure:
                 ax.plot([xi * shift], [value], marker=marker, color=color, markersize=6,
                         markerfacecolor=color if filled else "white")
         workers = sorted(int(w) for w in rows["workers"])
-        _workers_axis(ax, workers)
+        workers_axis(ax, workers)
         if not np.isfinite(rows[["ratio", "cpu_ratio"]].to_numpy(dtype=float)).any():
             # a row only one side ran (e.g. an io row ampere's native API does not have): no
             # point, so the log x axis gets its limits here, and the panel says why it is empty
@@ -148,14 +130,8 @@ def runtime_metrics_grid(per_op: pd.DataFrame) -> Figure:
     rows = runtime_metrics_rows(per_op)
     drawn = [c for c in METRICS_DRAWN if c in rows.columns]
     if rows.empty or not drawn:
-        fig = Figure(figsize=(8, 3), layout="constrained")
-        ax = fig.add_subplot()
-        ax.set_title(title)
-        ax.set_xlabel("worker threads")
-        ax.set_ylabel("events per operation")
-        note_axes(ax, "no runtime metrics in this run (recorded with --metrics: ampere variants)")
-        ax.legend(handles=[Line2D([], [], color="#999999", label="no data")], loc="upper left")
-        return fig
+        return empty_workers_figure(title, "events per operation",
+                                    "no runtime metrics in this run (recorded with --metrics: ampere variants)")
     variants = list(dict.fromkeys(rows["runtime"]))
     panels = [(schema.bench_label(b, p), g) for (b, p), g in rows.groupby(["benchmark", "param"], sort=False)]
     fig, axes = grid(len(panels), title)
@@ -167,7 +143,7 @@ def runtime_metrics_grid(per_op: pd.DataFrame) -> Figure:
             for counter in drawn:
                 ax.plot(x, mine[counter].to_numpy(dtype=float), color=colors[counter], linestyle=linestyle,
                         marker=marker, markersize=4)
-        _workers_axis(ax, sorted(int(w) for w in group["workers"].unique()))
+        workers_axis(ax, sorted(int(w) for w in group["workers"].unique()))
         ax.set_ylim(bottom=0)
         ax.set_title(label, fontsize=10)
         ax.set_ylabel("events per operation")

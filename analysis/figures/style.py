@@ -98,6 +98,26 @@ def note_axes(ax: Any, text: str) -> None:
             wrap=True)
 
 
+def workers_axis(ax: Any, workers: list[int]) -> None:
+    """A log2 x axis of worker counts, ticked at the counts that ran."""
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_locator(FixedLocator(workers))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("worker threads (log scale)")
+
+
+def empty_workers_figure(title: str, ylabel: str, note: str) -> Figure:
+    """A worker-sweep figure without data: its axes, `note` in words and a "no data" legend."""
+    fig = Figure(figsize=(8, 3), layout="constrained")
+    ax = fig.add_subplot()
+    ax.set_title(title)
+    ax.set_xlabel("worker threads")
+    ax.set_ylabel(ylabel)
+    note_axes(ax, note)
+    ax.legend(handles=[Line2D([], [], color="#999999", label="no data")], loc="upper left")
+    return fig
+
 def row_layout(frame: pd.DataFrame) -> tuple[list[tuple[float, str, bool]], list[tuple[float, dict]]]:
     """Y positions top-down: group title rows (bold, no data) and benchmark rows."""
     labels: list[tuple[float, str, bool]] = []

@@ -176,83 +176,96 @@ pub fn drive(ctx: *Ctx, bench: anytype) Error!void {
 
 const Channel = ampere.channel.Bounded(u64);
 
-/// Sends base + j for j in 0..count, each send awaited; returns count. Owns its sender
-/// (Rust: the moved `tx` clone), given up when it finishes.
-const Producer = struct {
-    pub const Output = TaskResult;
-    tx: Channel.Sender,
-    base: u64,
-    count: u64,
-    next: u64 = 0,
-    sending: ?Channel.SendFuture = null,
+/// Sends base + j for j in 0..count, each send awaited; returns count. `Tx` is either the
+/// task's own `Channel.Sender` (Rust: the moved `tx` clone), given up when it finishes, or a
+/// `*const Channel.Sender` it borrows (the native io rows' one sender per channel).
+pub fn ProducerOn(comptime Tx: type) type {
+    comptime std.debug.assert(Tx == Channel.Sender or Tx == *const Channel.Sender);
+    return struct {
+        const Self = @This();
+        pub const Output = TaskResult;
+        tx: Tx,
+        base: u64,
+        count: u64,
+        next: u64 = 0,
+        sending: ?Channel.SendFuture = null,
 
-    pub fn poll(self: *Producer, cx: *Context) Poll(Output) {
-        while (true) {
-            if (ampere.future.isNull(&self.sending)) {
-                if (self.next == self.count) return self.finish(TaskResult.ok(self.count));
-                self.sending = self.tx.send(self.base + self.next);
-            }
-            switch (self.sending.?.poll(cx)) {
-                .pending => return .pending,
-                .ready => |result| {
-                    self.sending = null;
-                    result catch return self.finish(TaskResult.fail(error.ChannelClosed));
-                    self.next += 1;
-                },
-            }
-        }
-    }
-
-    fn finish(self: *Producer, result: Poll(Output)) Poll(Output) {
-        self.tx.deinit();
-        return result;
-    }
-
-    pub fn cancel(self: *Producer) void {
-        if (self.sending) |*sending| sending.cancel();
-        self.sending = null;
-        self.tx.deinit();
-    }
-};
-
-/// Awaits exactly `count` receives; returns the sum of the values. Owns its receiver (Rust:
-/// the moved `rx` clone), given up when it finishes.
-const Consumer = struct {
-    pub const Output = TaskResult;
-    rx: Channel.Receiver,
-    count: u64,
-    received: u64 = 0,
-    sum: u64 = 0,
-    receiving: ?Channel.RecvFuture = null,
-
-    pub fn poll(self: *Consumer, cx: *Context) Poll(Output) {
-        while (true) {
-            if (ampere.future.isNull(&self.receiving)) {
-                if (self.received == self.count) return self.finish(TaskResult.ok(self.sum));
-                self.receiving = self.rx.recv();
-            }
-            switch (self.receiving.?.poll(cx)) {
-                .pending => return .pending,
-                .ready => |result| {
-                    self.receiving = null;
-                    self.sum += result catch return self.finish(TaskResult.fail(error.ChannelClosed));
-                    self.received += 1;
-                },
+        pub fn poll(self: *Self, cx: *Context) Poll(Output) {
+            while (true) {
+                if (ampere.future.isNull(&self.sending)) {
+                    if (self.next == self.count) return self.finish(TaskResult.ok(self.count));
+                    self.sending = self.tx.send(self.base + self.next);
+                }
+                switch (self.sending.?.poll(cx)) {
+                    .pending => return .pending,
+                    .ready => |result| {
+                        self.sending = null;
+                        result catch return self.finish(TaskResult.fail(error.ChannelClosed));
+                        self.next += 1;
+                    },
+                }
             }
         }
-    }
 
-    fn finish(self: *Consumer, result: Poll(Output)) Poll(Output) {
-        self.rx.deinit();
-        return result;
-    }
+        fn finish(self: *Self, result: Poll(Output)) Poll(Output) {
+            if (Tx == Channel.Sender) self.tx.deinit();
+            return result;
+        }
 
-    pub fn cancel(self: *Consumer) void {
-        if (self.receiving) |*receiving| receiving.cancel();
-        self.receiving = null;
-        self.rx.deinit();
-    }
-};
+        pub fn cancel(self: *Self) void {
+            if (self.sending) |*sending| sending.cancel();
+            self.sending = null;
+            if (Tx == Channel.Sender) self.tx.deinit();
+        }
+    };
+}
+
+/// Awaits exactly `count` receives; returns the sum of the values. `Rx` is either the task's
+/// own `Channel.Receiver` (Rust: the moved `rx` clone), given up when it finishes, or a
+/// `*const Channel.Receiver` it borrows (the native io rows' one receiver per channel).
+pub fn ConsumerOn(comptime Rx: type) type {
+    comptime std.debug.assert(Rx == Channel.Receiver or Rx == *const Channel.Receiver);
+    return struct {
+        const Self = @This();
+        pub const Output = TaskResult;
+        rx: Rx,
+        count: u64,
+        received: u64 = 0,
+        sum: u64 = 0,
+        receiving: ?Channel.RecvFuture = null,
+
+        pub fn poll(self: *Self, cx: *Context) Poll(Output) {
+            while (true) {
+                if (ampere.future.isNull(&self.receiving)) {
+                    if (self.received == self.count) return self.finish(TaskResult.ok(self.sum));
+                    self.receiving = self.rx.recv();
+                }
+                switch (self.receiving.?.poll(cx)) {
+                    .pending => return .pending,
+                    .ready => |result| {
+                        self.receiving = null;
+                        self.sum += result catch return self.finish(TaskResult.fail(error.ChannelClosed));
+                        self.received += 1;
+                    },
+                }
+            }
+        }
+
+        fn finish(self: *Self, result: Poll(Output)) Poll(Output) {
+            if (Rx == Channel.Receiver) self.rx.deinit();
+            return result;
+        }
+
+        pub fn cancel(self: *Self) void {
+            if (self.receiving) |*receiving| receiving.cancel();
+            self.receiving = null;
+            if (Rx == Channel.Receiver) self.rx.deinit();
+        }
+    };
+}
+
+const Producer = ProducerOn(Channel.Sender);
+const Consumer = ConsumerOn(Channel.Receiver);
 
 /// channel_mpmc and channel_mpsc: a bounded channel of mpmc_buffer; spawn order `producers`
 /// producers (producer p sends p·per + j), then `consumers` consumers (each awaits exactly

@@ -28,7 +28,6 @@
 //! keep-alive loop of `std.http.Server` with 8 KiB read and write buffers on its stack.
 
 const std = @import("std");
-const builtin = @import("builtin");
 const impl = @import("io_impl.zig");
 const output = @import("output.zig");
 const SystemAllocator = @import("SystemAllocator.zig");
@@ -208,34 +207,11 @@ fn parseArgs(args: []const []const u8, diag: *Diagnostic) error{Usage}!Options {
     return options;
 }
 
-/// The metadata JSON (`--meta`), the io program's with the implementation's versions.
-const Meta = struct {
-    schema_version: u32 = output.schema_version,
-    runtime: []const u8 = impl.name,
-    variant: []const u8 = impl.name,
-    variant_settings: struct {} = .{},
-    runtime_version: []const u8 = impl.version,
-    io_implementation: []const u8 = impl.name,
-    zio_version: ?[]const u8 = if (std.mem.eql(u8, impl.name, "zio")) impl.version else null,
-    zio_commit: ?[]const u8 = impl.zio_commit,
-    compiler: []const u8 = "zig",
-    compiler_version: []const u8 = builtin.zig_version_string,
-    tokio_version: ?[]const u8 = null,
-    build_mode: []const u8 = @tagName(builtin.mode),
-    target_cpu: []const u8 = builtin.cpu.model.name,
-    allocator: []const u8 = "glibc malloc",
-    http_server: []const u8 = "std.http.Server",
-    machine: output.Machine,
-};
-
+/// The metadata JSON (`--meta`): the io program's (`impl.Meta`) with the server's name.
 fn writeMeta(io: Io, gpa: std.mem.Allocator, path: []const u8) !void {
     var arena = std.heap.ArenaAllocator.init(gpa);
     defer arena.deinit();
-    var text = Io.Writer.Allocating.init(arena.allocator());
-    const meta = Meta{ .machine = output.Machine.read(io, arena.allocator()) };
-    try std.json.Stringify.value(meta, .{ .whitespace = .indent_2 }, &text.writer);
-    try text.writer.writeByte('\n');
-    try output.writeAtomic(io, path, text.written());
+    try output.writeAtomic(io, path, try impl.Meta.render(io, arena.allocator(), "glibc malloc", "std.http.Server"));
 }
 
 /// What the driver task reports back to `main`.

@@ -12,12 +12,60 @@
 //! counted as on the Tokio side.
 
 const std = @import("std");
+const builtin = @import("builtin");
 const io_options = @import("io_options");
+const output = @import("output.zig");
 
 pub const name: []const u8 = io_options.implementation;
 /// What the implementation is, for meta.json (`runtime_version`; zio's package and commit).
 pub const version: []const u8 = io_options.version;
 pub const zio_commit: ?[]const u8 = io_options.zio_commit;
+
+/// The metadata JSON (`--meta`) of the io program and of the http server built for this
+/// implementation: like ampere_bench's, with the implementation's versions. `http_server`
+/// (the server's name) is written only when set: the io program's file has no such key.
+pub const Meta = struct {
+    schema_version: u32 = output.schema_version,
+    runtime: []const u8 = name,
+    variant: []const u8 = name,
+    variant_settings: struct {} = .{},
+    runtime_version: []const u8 = version,
+    io_implementation: []const u8 = name,
+    zio_version: ?[]const u8 = if (std.mem.eql(u8, name, "zio")) version else null,
+    zio_commit: ?[]const u8 = zio_commit,
+    compiler: []const u8 = "zig",
+    compiler_version: []const u8 = builtin.zig_version_string,
+    tokio_version: ?[]const u8 = null,
+    build_mode: []const u8 = @tagName(builtin.mode),
+    target_cpu: []const u8 = builtin.cpu.model.name,
+    allocator: []const u8,
+    http_server: ?[]const u8 = null,
+    machine: output.Machine,
+
+    /// Every field in declaration order, `http_server` left out when null.
+    pub fn jsonStringify(self: Meta, jw: anytype) !void {
+        try jw.beginObject();
+        inline for (std.meta.fields(Meta)) |field| {
+            const value = @field(self, field.name);
+            const skip = if (comptime std.mem.eql(u8, field.name, "http_server")) value == null else false;
+            if (!skip) {
+                try jw.objectField(field.name);
+                try jw.write(value);
+            }
+        }
+        try jw.endObject();
+    }
+
+    /// The file's text (indented, newline-terminated), allocated in `arena`; the machine
+    /// read now.
+    pub fn render(io: std.Io, arena: std.mem.Allocator, allocator: []const u8, http_server: ?[]const u8) std.Io.Writer.Error![]const u8 {
+        var text = std.Io.Writer.Allocating.init(arena);
+        const meta = Meta{ .allocator = allocator, .http_server = http_server, .machine = output.Machine.read(io, arena) };
+        try std.json.Stringify.value(meta, .{ .whitespace = .indent_2 }, &text.writer);
+        try text.writer.writeByte('\n');
+        return text.written();
+    }
+};
 
 pub const Instance = if (std.mem.eql(u8, name, "zig.threaded"))
     Threaded

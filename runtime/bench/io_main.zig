@@ -15,7 +15,6 @@
 //! malloc), which the implementation instance allocates through as well.
 
 const std = @import("std");
-const builtin = @import("builtin");
 const harness = @import("harness.zig");
 const SystemAllocator = @import("SystemAllocator.zig");
 const constants_mod = @import("constants.zig");
@@ -79,33 +78,12 @@ fn select(gpa: std.mem.Allocator, options: *const cli.Options, c: *const Constan
 
 const Exit = program.Exit;
 
-/// The metadata JSON (`--meta`): like ampere_bench's, with the implementation's versions.
-const Meta = struct {
-    schema_version: u32 = output.schema_version,
-    runtime: []const u8 = impl.name,
-    variant: []const u8 = impl.name,
-    variant_settings: struct {} = .{},
-    runtime_version: []const u8 = impl.version,
-    io_implementation: []const u8 = impl.name,
-    zio_version: ?[]const u8 = if (std.mem.eql(u8, impl.name, "zio")) impl.version else null,
-    zio_commit: ?[]const u8 = impl.zio_commit,
-    compiler: []const u8 = "zig",
-    compiler_version: []const u8 = builtin.zig_version_string,
-    tokio_version: ?[]const u8 = null,
-    build_mode: []const u8 = @tagName(builtin.mode),
-    target_cpu: []const u8 = builtin.cpu.model.name,
-    allocator: []const u8 = "glibc malloc via CountingAllocator",
-    machine: output.Machine,
-};
-
+/// The metadata JSON (`--meta`): `impl.Meta`, allocations counted by the program's allocator.
 fn writeMeta(io: std.Io, gpa: std.mem.Allocator, path: []const u8) Exit {
     var arena = std.heap.ArenaAllocator.init(gpa);
     defer arena.deinit();
-    var text = std.Io.Writer.Allocating.init(arena.allocator());
-    const meta = Meta{ .machine = output.Machine.read(io, arena.allocator()) };
-    std.json.Stringify.value(meta, .{ .whitespace = .indent_2 }, &text.writer) catch return Exit.fail(1, "out of memory", .{});
-    text.writer.writeByte('\n') catch return Exit.fail(1, "out of memory", .{});
-    output.writeAtomic(io, path, text.written()) catch |err| return Exit.fail(1, "{s}: {s}", .{ path, @errorName(err) });
+    const text = impl.Meta.render(io, arena.allocator(), "glibc malloc via CountingAllocator", null) catch return Exit.fail(1, "out of memory", .{});
+    output.writeAtomic(io, path, text) catch |err| return Exit.fail(1, "{s}: {s}", .{ path, @errorName(err) });
     return .{ .code = 0 };
 }
 
@@ -288,50 +266,28 @@ test "command line errors exit 2" {
 }
 
 test "every io benchmark runs, checks itself and writes one row per iteration and worker count" {
-    var tmp = testing.tmpDir(.{});
-    defer tmp.cleanup();
-    var dir_buffer: [std.fs.max_path_bytes]u8 = undefined;
-    const dir = dir_buffer[0..try tmp.dir.realPath(testing.io, &dir_buffer)];
+    var folder: program.TestFolder = undefined;
+    try folder.init();
+    defer folder.cleanup();
     var csv_buffer: [std.fs.max_path_bytes]u8 = undefined;
     var meta_buffer: [std.fs.max_path_bytes]u8 = undefined;
-    const csv = try std.fmt.bufPrint(&csv_buffer, "{s}/io.csv", .{dir});
-    const meta = try std.fmt.bufPrint(&meta_buffer, "{s}/io.meta.json", .{dir});
     const args = [_][]const u8{
         "--quick",      "--suite", "io",   "--workers", "2,1", "--set", "io_sleep_tasks=20", "--set", "iterations=2",
-        "--invocation", "3",       "--csv", csv,        "--meta", meta,
+        "--invocation", "3",       "--csv", try folder.path(&csv_buffer, "io.csv"), "--meta", try folder.path(&meta_buffer, "io.meta.json"),
     };
-    var counting = CountingAllocator.init(testing.allocator);
-    var aw = std.Io.Writer.Allocating.init(testing.allocator);
-    defer aw.deinit();
-    const exit = run(testing.allocator, testing.io, &counting, &args, &aw.writer);
-    if (exit.code != 0) std.debug.print("{s}\n", .{exit.message()});
-    try testing.expectEqual(@as(u8, 0), exit.code);
-    const text = try tmp.dir.readFileAlloc(testing.io, "io.csv", testing.allocator, .limited(1 << 20));
+    try program.expectRun(run, &args);
+    const text = try folder.read("io.csv");
     defer testing.allocator.free(text);
-    var lines = std.mem.splitScalar(u8, text, '\n');
-    try testing.expectEqualStrings(output.csv_header, lines.next().?);
-    var rows: usize = 0;
-    var rows_at_two: usize = 0;
-    while (lines.next()) |line| {
-        if (line.len == 0) break;
-        var fields = std.mem.splitScalar(u8, line, ',');
-        try testing.expectEqualStrings(impl.name, fields.next().?);
-        try testing.expectEqualStrings("3", fields.next().?);
-        try testing.expectEqualStrings("io", fields.next().?);
-        rows += 1;
-        var columns: [10][]const u8 = undefined;
-        for (&columns) |*column| column.* = fields.next().?;
-        if (std.mem.eql(u8, columns[7], "2")) rows_at_two += 1; // workers
-    }
+    const counted = try program.ioSweepRows(text, impl.name ++ ",3,io,");
     // 14 cases × 2 iterations × 2 worker counts; worker count 2 first.
-    try testing.expectEqual(@as(usize, 14 * 2 * 2), rows);
-    try testing.expectEqual(@as(usize, 14 * 2), rows_at_two);
-    const span_text = try tmp.dir.readFileAlloc(testing.io, "io.span.csv", testing.allocator, .limited(1 << 20));
+    try testing.expectEqual(@as(usize, 14 * 2 * 2), counted.rows);
+    try testing.expectEqual(@as(usize, 14 * 2), counted.at_two_workers);
+    const span_text = try folder.read("io.span.csv");
     defer testing.allocator.free(span_text);
     try testing.expect(std.mem.startsWith(u8, span_text, output.span_header ++ "\n"));
     // One span row per case and worker count.
     try testing.expectEqual(@as(usize, 1 + 14 * 2), std.mem.count(u8, span_text, "\n"));
-    const meta_text = try tmp.dir.readFileAlloc(testing.io, "io.meta.json", testing.allocator, .limited(1 << 20));
+    const meta_text = try folder.read("io.meta.json");
     defer testing.allocator.free(meta_text);
     const parsed = try std.json.parseFromSlice(std.json.Value, testing.allocator, meta_text, .{});
     defer parsed.deinit();

@@ -81,94 +81,64 @@ const Pair = struct {
     back: Queue,
 };
 
-/// The pinger of a pair: `rounds` × (send the round number there, receive it back); returns
-/// how many answers were the value sent.
-const Pinger = struct {
+/// One end of a pair, `rounds` × one round trip. The pinger sends the round number there
+/// and receives it back, and returns how many answers were the value sent; the ponger
+/// receives a value there and sends it back, and returns `rounds`.
+const PairEnd = struct {
     pub const Output = TaskResult;
     pair: *const Pair,
     rounds: u64,
+    pinger: bool,
     round: u64 = 0,
     answered: u64 = 0,
     step: Step = .idle,
 
-    pub fn poll(self: *Pinger, cx: *Context) Poll(Output) {
+    pub fn poll(self: *PairEnd, cx: *Context) Poll(Output) {
         // Bounded: every pass completes a step or returns pending.
         while (true) {
             switch (self.step) {
                 .idle => {
-                    if (self.round == self.rounds) return TaskResult.ok(self.answered);
-                    self.step = .{ .sending = self.pair.there.tx.send(self.round) };
+                    if (self.round == self.rounds) return TaskResult.ok(if (self.pinger) self.answered else self.rounds);
+                    self.step = if (self.pinger)
+                        .{ .sending = self.pair.there.tx.send(self.round) }
+                    else
+                        .{ .receiving = self.pair.there.rx.recv() };
                 },
                 .sending => |*sending| switch (sending.poll(cx)) {
                     .pending => return .pending,
                     .ready => |result| {
                         result catch return self.closed();
-                        self.step = .{ .receiving = self.pair.back.rx.recv() };
+                        if (self.pinger) {
+                            self.step = .{ .receiving = self.pair.back.rx.recv() };
+                        } else {
+                            self.round += 1;
+                            self.step = .idle;
+                        }
                     },
                 },
                 .receiving => |*receiving| switch (receiving.poll(cx)) {
                     .pending => return .pending,
                     .ready => |result| {
                         const value = result catch return self.closed();
-                        if (value == self.round) self.answered += 1;
-                        self.round += 1;
-                        self.step = .idle;
+                        if (self.pinger) {
+                            if (value == self.round) self.answered += 1;
+                            self.round += 1;
+                            self.step = .idle;
+                        } else {
+                            self.step = .{ .sending = self.pair.back.tx.send(value) };
+                        }
                     },
                 },
             }
         }
     }
 
-    fn closed(self: *Pinger) Poll(Output) {
+    fn closed(self: *PairEnd) Poll(Output) {
         self.step = .idle;
         return TaskResult.fail(error.ChannelClosed);
     }
 
-    pub fn cancel(self: *Pinger) void {
-        self.step.cancel();
-    }
-};
-
-/// The ponger of a pair: `rounds` × (receive a value there, send it back); returns `rounds`.
-const Ponger = struct {
-    pub const Output = TaskResult;
-    pair: *const Pair,
-    rounds: u64,
-    round: u64 = 0,
-    step: Step = .idle,
-
-    pub fn poll(self: *Ponger, cx: *Context) Poll(Output) {
-        while (true) {
-            switch (self.step) {
-                .idle => {
-                    if (self.round == self.rounds) return TaskResult.ok(self.rounds);
-                    self.step = .{ .receiving = self.pair.there.rx.recv() };
-                },
-                .receiving => |*receiving| switch (receiving.poll(cx)) {
-                    .pending => return .pending,
-                    .ready => |result| {
-                        const value = result catch return self.closed();
-                        self.step = .{ .sending = self.pair.back.tx.send(value) };
-                    },
-                },
-                .sending => |*sending| switch (sending.poll(cx)) {
-                    .pending => return .pending,
-                    .ready => |result| {
-                        result catch return self.closed();
-                        self.round += 1;
-                        self.step = .idle;
-                    },
-                },
-            }
-        }
-    }
-
-    fn closed(self: *Ponger) Poll(Output) {
-        self.step = .idle;
-        return TaskResult.fail(error.ChannelClosed);
-    }
-
-    pub fn cancel(self: *Ponger) void {
+    pub fn cancel(self: *PairEnd) void {
         self.step.cancel();
     }
 };
@@ -224,8 +194,8 @@ const PingpongBench = struct {
     pub fn spawnRound(self: *PingpongBench, _: u64, handles: []JoinHandle(Result)) Runtime.SpawnError!usize {
         var n: usize = 0;
         for (self.pairs) |*pair| {
-            handles[n] = try ampere.spawn(Ponger{ .pair = pair, .rounds = self.rounds_per_pair });
-            handles[n + 1] = try ampere.spawn(Pinger{ .pair = pair, .rounds = self.rounds_per_pair });
+            handles[n] = try ampere.spawn(PairEnd{ .pair = pair, .rounds = self.rounds_per_pair, .pinger = false });
+            handles[n + 1] = try ampere.spawn(PairEnd{ .pair = pair, .rounds = self.rounds_per_pair, .pinger = true });
             n += 2;
         }
         return n;
@@ -269,69 +239,10 @@ pub fn queuePingpong(ctx: *Ctx) Error!void {
 
 // -- io_fan_in / io_fan_out ---------------------------------------------------------------
 
-/// Sends `first`, `first + 1`, ... (`count` values) into the queue; returns `count`.
-const Producer = struct {
-    pub const Output = TaskResult;
-    queue: *const Queue,
-    first: u64,
-    count: u64,
-    sent: u64 = 0,
-    sending: ?Channel.SendFuture = null,
-
-    pub fn poll(self: *Producer, cx: *Context) Poll(Output) {
-        while (true) {
-            if (ampere.future.isNull(&self.sending)) {
-                if (self.sent == self.count) return TaskResult.ok(self.count);
-                self.sending = self.queue.tx.send(self.first + self.sent);
-            }
-            switch (self.sending.?.poll(cx)) {
-                .pending => return .pending,
-                .ready => |result| {
-                    self.sending = null;
-                    result catch return TaskResult.fail(error.ChannelClosed);
-                    self.sent += 1;
-                },
-            }
-        }
-    }
-
-    pub fn cancel(self: *Producer) void {
-        if (self.sending) |*sending| sending.cancel();
-        self.sending = null;
-    }
-};
-
-/// Receives exactly `count` values; returns their sum.
-const Consumer = struct {
-    pub const Output = TaskResult;
-    queue: *const Queue,
-    count: u64,
-    received: u64 = 0,
-    sum: u64 = 0,
-    receiving: ?Channel.RecvFuture = null,
-
-    pub fn poll(self: *Consumer, cx: *Context) Poll(Output) {
-        while (true) {
-            if (ampere.future.isNull(&self.receiving)) {
-                if (self.received == self.count) return TaskResult.ok(self.sum);
-                self.receiving = self.queue.rx.recv();
-            }
-            switch (self.receiving.?.poll(cx)) {
-                .pending => return .pending,
-                .ready => |result| {
-                    self.receiving = null;
-                    self.sum += result catch return TaskResult.fail(error.ChannelClosed);
-                    self.received += 1;
-                },
-            }
-        }
-    }
-
-    pub fn cancel(self: *Consumer) void {
-        if (self.receiving) |*receiving| receiving.cancel();
-        self.receiving = null;
-    }
-};
+/// Sends `base`, `base + 1`, ... (`count` values) into a queue's sender; returns `count`.
+const Producer = async_tiers.ProducerOn(*const Channel.Sender);
+/// Receives exactly `count` values from a queue's receiver; returns their sum.
+const Consumer = async_tiers.ConsumerOn(*const Channel.Receiver);
 
 /// io_fan_in (`fan_in`): one consumer of every item, then io_fan_tasks producers of
 /// items / tasks each; io_fan_out: io_fan_tasks consumers of items / tasks each, then one
@@ -380,18 +291,18 @@ const FanBench = struct {
         const per_task = self.perTask();
         var n: usize = 0;
         if (self.fan_in) {
-            handles[n] = try ampere.spawn(Consumer{ .queue = &self.queue, .count = self.items });
+            handles[n] = try ampere.spawn(Consumer{ .rx = &self.queue.rx, .count = self.items });
             n += 1;
             for (0..self.tasks) |t| {
-                handles[n] = try ampere.spawn(Producer{ .queue = &self.queue, .first = 1 + t * per_task, .count = per_task });
+                handles[n] = try ampere.spawn(Producer{ .tx = &self.queue.tx, .base = 1 + t * per_task, .count = per_task });
                 n += 1;
             }
         } else {
             for (0..self.tasks) |_| {
-                handles[n] = try ampere.spawn(Consumer{ .queue = &self.queue, .count = per_task });
+                handles[n] = try ampere.spawn(Consumer{ .rx = &self.queue.rx, .count = per_task });
                 n += 1;
             }
-            handles[n] = try ampere.spawn(Producer{ .queue = &self.queue, .first = 1, .count = self.items });
+            handles[n] = try ampere.spawn(Producer{ .tx = &self.queue.tx, .base = 1, .count = self.items });
             n += 1;
         }
         return n;
@@ -613,18 +524,38 @@ test "every native io benchmark passes its check at 1 and 2 workers" {
     }
 }
 
+/// The context of a test whose driver must fail its check, on the tiny constants. A failed
+/// driver leaves its handle array and shared objects behind (the program exits): an arena,
+/// not the leak-checking testing allocator. `init` in place, then `deinit`.
+const FailingRun = struct {
+    constants: constants.Constants,
+    arena: std.heap.ArenaAllocator,
+    counting: harness.CountingAllocator,
+    runtimes: harness.Runtimes,
+    samples: [2]harness.Sample,
+    case: harness.Case,
+    ctx: Ctx,
+
+    fn init(self: *FailingRun, case: harness.Case) !void {
+        self.constants = try tinyIoConstants();
+        self.arena = std.heap.ArenaAllocator.init(std.heap.page_allocator);
+        self.counting = harness.CountingAllocator.init(self.arena.allocator());
+        self.runtimes = harness.Runtimes{ .allocator = self.counting.allocator() };
+        self.case = case;
+        self.ctx = Ctx{ .constants = &self.constants, .counting = &self.counting, .case = &self.case, .samples = &self.samples, .runtimes = &self.runtimes };
+    }
+
+    fn deinit(self: *FailingRun) void {
+        self.runtimes.deinit();
+        self.arena.deinit();
+    }
+};
+
 test "a sleep shorter than asked fails its check" {
-    const c = try tinyIoConstants();
-    // A failed driver leaves its handle array and shared objects behind (the program exits):
-    // an arena, not the leak-checking testing allocator.
-    var arena = std.heap.ArenaAllocator.init(std.heap.page_allocator);
-    defer arena.deinit();
-    var counting = harness.CountingAllocator.init(arena.allocator());
-    var runtimes = harness.Runtimes{ .allocator = counting.allocator() };
-    defer runtimes.deinit();
-    var samples: [2]harness.Sample = undefined;
-    const case = harness.Case.io("io_sleep", "d_ms", 1, 1).withWorkers(1);
-    var ctx = Ctx{ .constants = &c, .counting = &counting, .case = &case, .samples = &samples, .runtimes = &runtimes };
+    var run: FailingRun = undefined;
+    try run.init(harness.Case.io("io_sleep", "d_ms", 1, 1).withWorkers(1));
+    defer run.deinit();
+    const ctx = &run.ctx;
     // Tasks sleep 1 ms but the check claims 1 s: the iteration must fail, not report a time.
     const Short = struct {
         inner: SleepBench,
@@ -651,21 +582,15 @@ test "a sleep shorter than asked fails its check" {
         }
         pub fn deinit(_: *@This()) void {}
     };
-    try testing.expectError(error.BenchmarkFailed, drive(&ctx, Short{ .inner = .{ .tasks = 3, .duration_ns = std.time.ns_per_ms } }));
+    try testing.expectError(error.BenchmarkFailed, drive(ctx, Short{ .inner = .{ .tasks = 3, .duration_ns = std.time.ns_per_ms } }));
     try testing.expect(std.mem.startsWith(u8, ctx.message(), "all woke after "));
 }
 
 test "a fan-in that gets one value too many fails its check" {
-    const c = try tinyIoConstants();
-    // An arena, as above.
-    var arena = std.heap.ArenaAllocator.init(std.heap.page_allocator);
-    defer arena.deinit();
-    var counting = harness.CountingAllocator.init(arena.allocator());
-    var runtimes = harness.Runtimes{ .allocator = counting.allocator() };
-    defer runtimes.deinit();
-    var samples: [2]harness.Sample = undefined;
-    const case = harness.Case.io("io_fan_in", "producers", 10, 1).withWorkers(2);
-    var ctx = Ctx{ .constants = &c, .counting = &counting, .case = &case, .samples = &samples, .runtimes = &runtimes };
+    var run: FailingRun = undefined;
+    try run.init(harness.Case.io("io_fan_in", "producers", 10, 1).withWorkers(2));
+    defer run.deinit();
+    const ctx = &run.ctx;
     // One extra producer sends a stray value: the consumer takes `items` values, so either a
     // value is left in the queue or the sum is off.
     const Stray = struct {
@@ -682,7 +607,7 @@ test "a fan-in that gets one value too many fails its check" {
         }
         pub fn spawnRound(self: *@This(), round: u64, handles: []JoinHandle(Result)) Runtime.SpawnError!usize {
             const n = try self.inner.spawnRound(round, handles);
-            handles[n] = try ampere.spawn(Producer{ .queue = &self.inner.queue, .first = 7, .count = 1 });
+            handles[n] = try ampere.spawn(Producer{ .tx = &self.inner.queue.tx, .base = 7, .count = 1 });
             return n + 1;
         }
         pub fn collect(self: *@This(), index: usize, result: Result) void {
@@ -695,5 +620,5 @@ test "a fan-in that gets one value too many fails its check" {
             self.inner.deinit();
         }
     };
-    try testing.expectError(error.BenchmarkFailed, drive(&ctx, Stray{ .inner = try FanBench.init(&ctx, true) }));
+    try testing.expectError(error.BenchmarkFailed, drive(ctx, Stray{ .inner = try FanBench.init(ctx, true) }));
 }

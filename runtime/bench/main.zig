@@ -389,11 +389,18 @@ test "list, json and table" {
     try testing.expect(std.mem.indexOf(u8, aw.written(), "(30 benchmarks, runtime ampere)") != null);
 }
 
-test "the net suite lists its cases in canonical order (same as the Rust side)" {
+/// What `line` (a `--list` command line) prints; it must exit 0. The caller frees it.
+fn listing(comptime line: []const u8) ![]u8 {
     var counting = CountingAllocator.init(testing.allocator);
     var aw = std.Io.Writer.Allocating.init(testing.allocator);
     defer aw.deinit();
-    try testing.expectEqual(@as(u8, 0), runArgs(&counting, "--suite net --list", &aw.writer).code);
+    try testing.expectEqual(@as(u8, 0), runArgs(&counting, line, &aw.writer).code);
+    return aw.toOwnedSlice();
+}
+
+test "the net suite lists its cases in canonical order (same as the Rust side)" {
+    const text = try listing("--suite net --list");
+    defer testing.allocator.free(text);
     try testing.expectEqualStrings(
         \\net 0 tcp_pingpong size=64
         \\net 0 tcp_pingpong size=4096
@@ -404,14 +411,12 @@ test "the net suite lists its cases in canonical order (same as the Rust side)" 
         \\net 0 tcp_connect
         \\net 0 tcp_stream size=1048576
         \\
-    , aw.written());
+    , text);
 }
 
 test "the io suite lists the native rows with the io program's names and params" {
-    var counting = CountingAllocator.init(testing.allocator);
-    var aw = std.Io.Writer.Allocating.init(testing.allocator);
-    defer aw.deinit();
-    try testing.expectEqual(@as(u8, 0), runArgs(&counting, "--suite io --list", &aw.writer).code);
+    const text = try listing("--suite io --list");
+    defer testing.allocator.free(text);
     try testing.expectEqualStrings(
         \\io 0 io_queue_pingpong pairs=1
         \\io 0 io_queue_pingpong pairs=100
@@ -422,54 +427,32 @@ test "the io suite lists the native rows with the io program's names and params"
         \\io 0 io_sleep d_ms=0
         \\io 0 io_sleep d_ms=10
         \\
-    , aw.written());
+    , text);
     // `--suite all` runs them too, after the net suite, once per worker count.
-    aw.clearRetainingCapacity();
-    try testing.expectEqual(@as(u8, 0), runArgs(&counting, "--suite all --list", &aw.writer).code);
-    try testing.expect(std.mem.endsWith(u8, aw.written(), "net 0 tcp_stream size=1048576\nio 0 io_queue_pingpong pairs=1\nio 0 io_queue_pingpong pairs=100\n" ++
+    const all = try listing("--suite all --list");
+    defer testing.allocator.free(all);
+    try testing.expect(std.mem.endsWith(u8, all, "net 0 tcp_stream size=1048576\nio 0 io_queue_pingpong pairs=1\nio 0 io_queue_pingpong pairs=100\n" ++
         "io 0 io_fan_in producers=1000\nio 0 io_fan_out consumers=1000\nio 0 io_spawn\nio 0 io_spawn_group n=1000\nio 0 io_sleep d_ms=0\nio 0 io_sleep d_ms=10\n"));
 }
 
 test "a native io sweep writes suite=io rows per worker count, with metrics" {
-    var tmp = testing.tmpDir(.{});
-    defer tmp.cleanup();
-    var dir_buffer: [std.fs.max_path_bytes]u8 = undefined;
-    const dir = dir_buffer[0..try tmp.dir.realPath(testing.io, &dir_buffer)];
+    var folder: program.TestFolder = undefined;
+    try folder.init();
+    defer folder.cleanup();
     var csv_buffer: [std.fs.max_path_bytes]u8 = undefined;
     var metrics_buffer: [std.fs.max_path_bytes]u8 = undefined;
-    const csv = try std.fmt.bufPrint(&csv_buffer, "{s}/ampere.csv", .{dir});
-    const metrics_path = try std.fmt.bufPrint(&metrics_buffer, "{s}/ampere.metrics.jsonl", .{dir});
     const args = [_][]const u8{
         "--quick", "--suite", "io", "--workers", "2,1", "--set", "io_sleep_tasks=20", "--set", "iterations=2",
-        "--csv",   csv,       "--metrics", metrics_path,
+        "--csv",   try folder.path(&csv_buffer, "ampere.csv"), "--metrics", try folder.path(&metrics_buffer, "ampere.metrics.jsonl"),
     };
-    var counting = CountingAllocator.init(testing.allocator);
-    var aw = std.Io.Writer.Allocating.init(testing.allocator);
-    defer aw.deinit();
-    const exit = run(testing.allocator, testing.io, &counting, &args, &aw.writer);
-    if (exit.code != 0) std.debug.print("{s}\n", .{exit.message()});
-    try testing.expectEqual(@as(u8, 0), exit.code);
-    const text = try tmp.dir.readFileAlloc(testing.io, "ampere.csv", testing.allocator, .limited(1 << 20));
+    try program.expectRun(run, &args);
+    const text = try folder.read("ampere.csv");
     defer testing.allocator.free(text);
-    var lines = std.mem.splitScalar(u8, text, '\n');
-    try testing.expectEqualStrings(output.csv_header, lines.next().?);
-    var rows: usize = 0;
-    var rows_at_two: usize = 0;
-    while (lines.next()) |line| {
-        if (line.len == 0) break;
-        var fields = std.mem.splitScalar(u8, line, ',');
-        var columns: [13][]const u8 = undefined;
-        for (&columns) |*column| column.* = fields.next().?;
-        try testing.expectEqualStrings("ampere", columns[0]);
-        try testing.expectEqualStrings("io", columns[2]);
-        try testing.expect(std.mem.startsWith(u8, columns[4], "io_"));
-        if (std.mem.eql(u8, columns[10], "2")) rows_at_two += 1;
-        rows += 1;
-    }
+    const counted = try program.ioSweepRows(text, "ampere,0,io,");
     // 8 cases × 2 iterations × 2 worker counts; worker count 2 first.
-    try testing.expectEqual(@as(usize, 8 * 2 * 2), rows);
-    try testing.expectEqual(@as(usize, 8 * 2), rows_at_two);
-    const metrics_text = try tmp.dir.readFileAlloc(testing.io, "ampere.metrics.jsonl", testing.allocator, .limited(1 << 20));
+    try testing.expectEqual(@as(usize, 8 * 2 * 2), counted.rows);
+    try testing.expectEqual(@as(usize, 8 * 2), counted.at_two_workers);
+    const metrics_text = try folder.read("ampere.metrics.jsonl");
     defer testing.allocator.free(metrics_text);
     try testing.expectEqual(@as(usize, 8 * 2), std.mem.count(u8, metrics_text, "\n"));
     try testing.expect(std.mem.indexOf(u8, metrics_text, "\"benchmark\":\"io_fan_in\"") != null);

@@ -36,22 +36,35 @@ def test_paired_interval_removes_shared_drift():
     assert (paired.high - paired.low) < (unpaired.high - unpaired.low) / 5
 
 
-def test_paired_interval_floor_and_edge_cases():
+#: Both paired intervals: the paired t (mean) and the order-statistic one (median).
+PAIRED_INTERVALS = pytest.mark.parametrize("interval", [stats.paired_ratio_ci, stats.paired_median_ratio_ci],
+                                           ids=["mean", "median"])
+
+
+@PAIRED_INTERVALS
+def test_paired_interval_edge_cases(interval):
+    base, cand = np.array([2.0, 4.0, 8.0, 16.0, 32.0]), np.array([1.0, 2.0, 4.0, 8.0, 16.0])  # every round 2x
+    assert math.isnan(interval(base, cand).low)  # nothing varies: no interval
+    assert math.isnan(interval(base[:1], cand[:1]).low)
+    assert math.isnan(interval(np.array([1.0, -1.0]), np.array([1.0, 1.0])).ratio)
+    with pytest.raises(ValueError):
+        interval(base, cand[:2])
+
+
+@PAIRED_INTERVALS
+@pytest.mark.parametrize("seed, rounds", [(3, 8), (5, 10)])
+def test_swapping_sides_mirrors_the_paired_interval(interval, seed, rounds):
+    rng = np.random.default_rng(seed)
+    base, cand = np.exp(rng.normal(1, 0.3, rounds)), np.exp(rng.normal(0.5, 0.3, rounds))
+    a, b = interval(base, cand), interval(cand, base)
+    assert a.log_ratio == pytest.approx(-b.log_ratio)
+    assert a.log_low == pytest.approx(-b.log_high) and a.log_high == pytest.approx(-b.log_low)
+
+
+def test_paired_interval_floor():
     base, cand = np.array([2.0, 4.0, 8.0]), np.array([1.0, 2.0, 4.0])  # every round exactly 2x
-    assert math.isnan(stats.paired_ratio_ci(base, cand).low)  # nothing varies: no interval
     floored = stats.paired_ratio_ci(base, cand, within_se=0.01)
     assert floored.log_se == 0.01 and floored.low < 2.0 < floored.high
-    assert math.isnan(stats.paired_ratio_ci(base[:1], cand[:1]).low)
-    assert math.isnan(stats.paired_ratio_ci(np.array([1.0, -1.0]), np.array([1.0, 1.0])).ratio)
-    with pytest.raises(ValueError):
-        stats.paired_ratio_ci(base, cand[:2])
-
-
-def test_swapping_sides_mirrors_the_paired_interval():
-    rng = np.random.default_rng(3)
-    base, cand = np.exp(rng.normal(1, 0.3, 8)), np.exp(rng.normal(0.5, 0.3, 8))
-    a, b = stats.paired_ratio_ci(base, cand), stats.paired_ratio_ci(cand, base)
-    assert a.log_low == pytest.approx(-b.log_high) and a.log_high == pytest.approx(-b.log_low)
 
 
 def test_shared_rounds_drops_rounds_with_one_side():
@@ -128,9 +141,8 @@ def test_paired_median_bimodal_rounds_the_paired_t_misses():
     assert stats.verdict(with_rare.log_low, with_rare.log_high) == "win"
 
 
-def test_paired_median_floor_small_counts_and_edges():
+def test_paired_median_floor_and_small_counts():
     base, cand = np.array([2.0, 4.0, 8.0, 16.0, 32.0]), np.array([1.0, 2.0, 4.0, 8.0, 16.0])  # every round 2x
-    assert math.isnan(stats.paired_median_ratio_ci(base, cand).low)  # nothing varies: no interval
     floored = stats.paired_median_ratio_ci(base, cand, within_se=0.01)
     half = st.t.ppf(0.975, 4) * 0.01
     assert floored.log_low == pytest.approx(math.log(2) - half) and floored.log_high == pytest.approx(math.log(2) + half)
@@ -138,18 +150,6 @@ def test_paired_median_floor_small_counts_and_edges():
     widest = stats.paired_median_ratio_ci(base * np.array([1.0, 1.1, 0.9, 1.05, 0.95]), cand)
     assert "coverage 93.8%" in widest.method  # [min, max] of 5 rounds: 1 - 2 / 2^5
     assert widest.low == pytest.approx(1.8) and widest.high == pytest.approx(2.2)
-    assert math.isnan(stats.paired_median_ratio_ci(base[:1], cand[:1]).low)
-    assert math.isnan(stats.paired_median_ratio_ci(np.array([1.0, -1.0]), np.array([1.0, 1.0])).ratio)
-    with pytest.raises(ValueError):
-        stats.paired_median_ratio_ci(base, cand[:2])
-
-
-def test_swapping_sides_mirrors_the_paired_median():
-    rng = np.random.default_rng(5)
-    base, cand = np.exp(rng.normal(1, 0.3, 10)), np.exp(rng.normal(0.5, 0.3, 10))
-    a, b = stats.paired_median_ratio_ci(base, cand), stats.paired_median_ratio_ci(cand, base)
-    assert a.log_ratio == pytest.approx(-b.log_ratio)
-    assert a.log_low == pytest.approx(-b.log_high) and a.log_high == pytest.approx(-b.log_low)
 
 
 def test_compare_uses_the_paired_t_below_five_rounds(tmp_path):
