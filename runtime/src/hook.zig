@@ -60,6 +60,9 @@ pub const Point = enum {
     /// Worker.parkOnce: the next timer deadline was read, before claiming timer (driver)
     /// ownership. Subject: the `Worker`.
     worker_before_owner_claim,
+    /// Worker.watchOnce: the watcher found `watch_quiet_max` quiet bounds and decided to give
+    /// the watch up, before it stores `watcher = none`. Subject: the `Worker`.
+    watcher_before_give_up,
     /// Parker: about to block in the I/O driver (`epoll_wait`). Subject: the `Parker`.
     parker_before_block,
     /// time/Driver.process: due timers published as fired, before their wakers are woken.

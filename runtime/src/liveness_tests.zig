@@ -22,6 +22,9 @@ const Waker = ampere.Waker;
 const time = ampere.time;
 const net = ampere.net;
 const clock = @import("time/clock.zig");
+const hook = @import("hook.zig");
+const Worker = @import("scheduler/Worker.zig");
+const Driver = @import("time/Driver.zig");
 
 const ms = std.time.ns_per_ms;
 
@@ -334,4 +337,66 @@ test "liveness costs no wake-up per event: a leaving driver owner leaves the dri
     const allowed = 2 + rounds / 10;
     if (worker_unparks > allowed) std.debug.print("{d} worker unparks for {d} rounds\n", .{ worker_unparks, rounds });
     try testing.expect(worker_unparks <= allowed);
+}
+
+/// Sleeps on the runtime's timers, then blocks its worker for `hog_ns` in one poll.
+const SleepThenHog = struct {
+    pub const Output = void;
+    sleep: time.Sleep,
+    hog_ns: u64,
+    started: *std.atomic.Value(bool),
+
+    pub fn poll(self: *SleepThenHog, cx: *Context) Poll(void) {
+        switch (self.sleep.poll(cx)) {
+            .pending => return .pending,
+            .ready => {},
+        }
+        self.started.store(true, .release);
+        os.sleepNs(self.hog_ns);
+        return .{ .ready = {} };
+    }
+
+    pub fn cancel(self: *SleepThenHog) void {
+        self.sleep.cancel();
+    }
+};
+
+/// Holds the watcher at the moment it has decided to give the watch up until the driver owner
+/// has left to run a long poll (once).
+const GiveUpRace = struct {
+    var armed = std.atomic.Value(bool).init(false);
+    var fired = std.atomic.Value(bool).init(false);
+    var hogging: *std.atomic.Value(bool) = undefined;
+
+    fn hook(w: *Worker) void {
+        if (!armed.swap(false, .seq_cst)) return;
+        waitFor(hogging);
+        // The owner left (it released ownership before running the long poll).
+        while (w.shared.driver.owner.load(.seq_cst) != Driver.no_owner) os.sleepNs(100 * std.time.ns_per_us);
+        fired.store(true, .seq_cst);
+    }
+};
+
+test "liveness: a watcher that gives up as the owner leaves still takes the drivers over" {
+    // The window: the watcher has counted its quiet bounds and decided to give the watch up;
+    // the owner's timer fires, and the owner leaves to run a 300 ms poll — it sees a watcher and
+    // wakes nobody. Without the look after `watcher = none` the watcher would sleep without a
+    // timeout and the 100 ms timer would wait for the long poll (~260 ms late).
+    const rt = try Runtime.init(testing.allocator, .{ .workers = 2, .spin_before_park_ns = 0 });
+    defer rt.deinit();
+    var hogging = std.atomic.Value(bool).init(false);
+    GiveUpRace.hogging = &hogging;
+    GiveUpRace.fired.store(false, .seq_cst);
+    GiveUpRace.armed.store(true, .seq_cst);
+    hook.armAnyThread(.watcher_before_give_up, Worker, GiveUpRace.hook);
+    defer hook.disarmAnyThread(.watcher_before_give_up);
+    defer GiveUpRace.armed.store(false, .seq_cst);
+    var registered = std.atomic.Value(bool).init(false);
+    const late = try rt.spawn(LateSleep{ .duration_ns = 100 * ms, .registered = &registered });
+    const hog = try rt.spawn(SleepThenHog{ .sleep = time.sleep(60 * ms), .hog_ns = hog_ns, .started = &hogging });
+    const late_ns = try rt.blockOn(late);
+    try rt.blockOn(hog);
+    try testing.expect(GiveUpRace.fired.load(.seq_cst)); // The window was reached.
+    if (late_ns > late_max_ns) std.debug.print("timer {d} ms late\n", .{late_ns / ms});
+    try testing.expect(late_ns <= late_max_ns);
 }

@@ -487,7 +487,10 @@ fn watchOnce(self: *Worker) bool {
         return false; // The caller parks again: owner claim first, then the watch.
     }
     // `watch_quiet_max` bounds without a leave: give the watch up, then look once more
-    // (store-then-load against a leaving owner's store-then-load).
+    // (store-then-load against a leaving owner's store-then-load). An owner that leaves
+    // between the decision and the store saw a watcher and woke nobody: the look after the
+    // store is what keeps its drivers attended.
+    hook.reachedBy(.watcher_before_give_up, self);
     self.stopWatching();
     if (shared.driver_watch.leaves.load(.seq_cst) != leaves) return false;
     if (shared.driver.owner.load(.seq_cst) == Driver.no_owner) return false;
