@@ -193,61 +193,76 @@ pub fn wake(self: *Futex, ptr: *const u32, max_waiters: u32) u32 {
 
 const testing = std.testing;
 
+/// What every test below polls with: a futex, and a counting waker in a context (it points
+/// into itself: `init` in place).
+const Fixture = struct {
+    futex: Futex,
+    counter: Waker.Counting,
+    waker: Waker,
+    cx: future.Context,
+
+    fn init(self: *Fixture) void {
+        self.futex = Futex.init();
+        self.counter = .{};
+        self.waker = self.counter.waker();
+        self.cx = future.Context.init(&self.waker);
+    }
+
+    fn deinit(self: *Fixture) void {
+        self.waker.drop();
+        self.futex.deinit();
+    }
+};
+
 test "a wait returns at once when the value differs, and otherwise until a wake" {
-    var futex = Futex.init();
-    defer futex.deinit();
     var word: u32 = 1;
-    var counter = Waker.Counting{};
-    const waker = counter.waker();
-    defer waker.drop();
-    var cx = future.Context.init(&waker);
+    var fixture: Fixture = undefined;
+    fixture.init();
+    defer fixture.deinit();
+    const futex, const counter, const cx = .{ &fixture.futex, &fixture.counter, &fixture.cx };
 
     var differs = futex.wait(&word, 0);
-    try testing.expect(differs.poll(&cx) == .ready);
+    try testing.expect(differs.poll(cx) == .ready);
 
     var waiter = futex.wait(&word, 1);
-    try testing.expect(waiter.poll(&cx) == .pending);
-    try testing.expect(waiter.poll(&cx) == .pending); // Still linked, waker kept.
+    try testing.expect(waiter.poll(cx) == .pending);
+    try testing.expect(waiter.poll(cx) == .pending); // Still linked, waker kept.
     var other: u32 = 1;
     try testing.expectEqual(@as(u32, 0), futex.wake(&other, 1)); // Another address.
     try testing.expectEqual(@as(u32, 1), futex.wake(&word, 5));
     try testing.expectEqual(@as(u32, 1), counter.wakeCount());
-    try testing.expect(waiter.poll(&cx) == .ready);
-    try testing.expectEqual(@as(i32, 1), counter.outstanding()); // Only `waker` itself.
+    try testing.expect(waiter.poll(cx) == .ready);
+    try testing.expectEqual(@as(i32, 1), counter.outstanding()); // Only the fixture's waker itself.
 }
 
 test "wake takes waiters oldest first, at most max_waiters, in batches beyond 32" {
-    var futex = Futex.init();
-    defer futex.deinit();
     var word: u32 = 7;
-    var counter = Waker.Counting{};
-    const waker = counter.waker();
-    defer waker.drop();
-    var cx = future.Context.init(&waker);
+    var fixture: Fixture = undefined;
+    fixture.init();
+    defer fixture.deinit();
+    const futex, const counter, const cx = .{ &fixture.futex, &fixture.counter, &fixture.cx };
     var waiters: [40]Wait = undefined;
     for (&waiters) |*w| {
         w.* = futex.wait(&word, 7);
-        try testing.expect(w.poll(&cx) == .pending);
+        try testing.expect(w.poll(cx) == .pending);
     }
     try testing.expectEqual(@as(u32, 2), futex.wake(&word, 2));
     try testing.expect(waiters[0].woken.load(.monotonic) and waiters[1].woken.load(.monotonic) and !waiters[2].woken.load(.monotonic));
     try testing.expectEqual(@as(u32, 38), futex.wake(&word, std.math.maxInt(u32)));
-    for (&waiters) |*w| try testing.expect(w.poll(&cx) == .ready);
+    for (&waiters) |*w| try testing.expect(w.poll(cx) == .ready);
     try testing.expectEqual(@as(u32, 40), counter.wakeCount());
 }
 
 test "a cancelled waiter is unlinked and not woken; cancel after a wake is harmless" {
-    var futex = Futex.init();
-    defer futex.deinit();
     var word: u32 = 0;
-    var counter = Waker.Counting{};
-    const waker = counter.waker();
-    defer waker.drop();
-    var cx = future.Context.init(&waker);
+    var fixture: Fixture = undefined;
+    fixture.init();
+    defer fixture.deinit();
+    const futex, const counter, const cx = .{ &fixture.futex, &fixture.counter, &fixture.cx };
     var a = futex.wait(&word, 0);
     var b = futex.wait(&word, 0);
-    try testing.expect(a.poll(&cx) == .pending);
-    try testing.expect(b.poll(&cx) == .pending);
+    try testing.expect(a.poll(cx) == .pending);
+    try testing.expect(b.poll(cx) == .pending);
     a.cancel();
     try testing.expectEqual(@as(u32, 1), futex.wake(&word, 1)); // b, not the cancelled a.
     try testing.expect(b.woken.load(.monotonic));
@@ -258,15 +273,13 @@ test "a cancelled waiter is unlinked and not woken; cancel after a wake is harml
 test "a value changed and woken between the check and the registration is not lost" {
     // The window: the waiter has decided to wait (the caller saw `expected`) but not yet
     // registered. The wake comes first; registration must see the new value.
-    var futex = Futex.init();
-    defer futex.deinit();
     var word: u32 = 0;
-    var counter = Waker.Counting{};
-    const waker = counter.waker();
-    defer waker.drop();
-    var cx = future.Context.init(&waker);
+    var fixture: Fixture = undefined;
+    fixture.init();
+    defer fixture.deinit();
+    const futex, const cx = .{ &fixture.futex, &fixture.cx };
     var waiter = futex.wait(&word, 0);
     @atomicStore(u32, &word, 1, .release);
     try testing.expectEqual(@as(u32, 0), futex.wake(&word, 1));
-    try testing.expect(waiter.poll(&cx) == .ready);
+    try testing.expect(waiter.poll(cx) == .ready);
 }
