@@ -157,7 +157,7 @@ pub fn spawn(self: *Runtime, f: anytype) SpawnError!JoinHandle(future.OutputOf(@
     const shared = &self.scheduler.shared;
     const cell = try Cell(F).create(self.allocator, f, &shared.task_scheduler, shared.nextTaskId());
     shared.owned.insert(&cell.header) catch |err| {
-        self.allocator.destroy(cell);
+        cell.destroyUnsubmitted();
         return err;
     };
     Worker.submit(shared, &cell.header, false);

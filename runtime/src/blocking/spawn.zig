@@ -32,12 +32,12 @@ pub fn spawn(
     const F = from_fn.FromFn(function);
     const cell = try Cell(F).create(allocator, .{ .args = args }, &blocking.scheduler, shared.nextTaskId());
     shared.owned.insert(&cell.header) catch |err| {
-        allocator.destroy(cell);
+        cell.destroyUnsubmitted();
         return err;
     };
     blocking.push(&cell.header) catch |err| {
         shared.owned.remove(&cell.header);
-        allocator.destroy(cell);
+        cell.destroyUnsubmitted();
         return err;
     };
     // The caller will most likely await the result soon: a worker spins for it when it parks.

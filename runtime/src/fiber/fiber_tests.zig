@@ -15,6 +15,8 @@ const future = @import("../future.zig");
 const Worker = @import("../scheduler/Worker.zig");
 const ampere_testing = @import("../testing.zig");
 const yieldNow = @import("../task/yield_now.zig").yieldNow;
+const TaskBlocks = @import("../scheduler/TaskBlocks.zig");
+const assert = std.debug.assert;
 
 fn newRuntime(workers: u32) !*Runtime {
     return Runtime.init(testing.allocator, .{ .workers = workers, .blocking_keep_alive_ns = 50 * std.time.ns_per_ms });
@@ -309,4 +311,28 @@ test "queued fibers hold no stack: 1,000 short fibers run on a few warm stacks" 
     for (tops[1..], tops[0 .. count - 1]) |a, b| distinct += @intFromBool(a != b);
     try testing.expect(distinct <= 2);
     try testing.expectEqual(@as(usize, 0), rt.fibers.stacks.inUse());
+}
+
+fn spawnAwaitSequentially(count: u64) !u64 {
+    const rt = Runtime.current().?;
+    var sum: u64 = 0;
+    for (0..count) |i| sum += try fiber.await(try rt.spawnFiber(addOne, .{i}));
+    return sum;
+}
+
+test "fiber tasks reuse task blocks: 1,000 spawn + await on a worker allocate a handful" {
+    // Each task's block goes back to the worker's cache when its handle is dropped, and the
+    // next spawn takes it: the allocator sees the first few blocks only.
+    comptime assert(@sizeOf(fiber.task.Task) + 64 <= TaskBlocks.block_bytes);
+    var counting = ampere.CountingAllocator.init(testing.allocator);
+    const rt = try Runtime.init(counting.allocator(), .{ .workers = 1 });
+    defer rt.deinit();
+    const count = 1_000;
+    _ = try rt.blockOn(try rt.spawnFiber(spawnAwaitSequentially, .{8})); // Warm the cache.
+    const before = counting.snapshot().count;
+    const sum = try rt.blockOn(try rt.spawnFiber(spawnAwaitSequentially, .{count}));
+    try testing.expectEqual(@as(u64, count * (count + 1) / 2), sum);
+    // The outer fiber's own block (spawned from this thread: no cache) and at most one more.
+    try testing.expect(counting.snapshot().count - before <= 2);
+    try testing.expect(rt.scheduler.workers[0].task_blocks.count > 0);
 }

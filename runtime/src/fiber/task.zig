@@ -1,8 +1,11 @@
 //! Fiber tasks: a `Header` (the scheduler's view of any task) whose poll resumes a fiber.
 //!
-//! One allocation per fiber, from the runtime's allocator: the `Task` (header, fiber, the
-//! start function) followed by the start function's arguments (`context`, copied in) and its
-//! result. The stack is reserved in the runtime's stack pool (`Stack.Pool`) when the task is
+//! One allocation per fiber: the `Task` (header, fiber, the start function) followed by the
+//! start function's arguments (`context`, copied in) and its result. When it fits a task
+//! block (`scheduler/TaskBlocks.zig`: 512 bytes), it comes from the spawning worker's block
+//! cache and goes back to the cache of the worker that frees it — no allocator call in the
+//! steady state; otherwise (a large context, a spawn from a plain thread's cache miss) from
+//! the runtime's allocator. The stack is reserved in the runtime's stack pool (`Stack.Pool`) when the task is
 //! created — a fiber that cannot get a stack is never spawned, so the spawner learns of it
 //! (`OutOfMemory`; std.Io's `concurrent` reports `ConcurrencyUnavailable`) — taken when the
 //! fiber first runs (a queued fiber holds none, and short fibers run one after another on the
@@ -33,6 +36,7 @@ const cell = @import("../task/cell.zig");
 const JoinHandle = @import("../task/join_handle.zig").JoinHandle;
 const Shared = @import("../scheduler/Shared.zig");
 const Worker = @import("../scheduler/Worker.zig");
+const TaskBlocks = @import("../scheduler/TaskBlocks.zig");
 const Fiber = @import("Fiber.zig");
 const Stack = @import("Stack.zig");
 const Fibers = @import("Fibers.zig");
@@ -59,6 +63,8 @@ pub const Task = struct {
     alignment: Alignment,
     context_offset: usize,
     result_offset: usize,
+    /// The allocation is a task block (`TaskBlocks`): `block_bytes` long, block-aligned.
+    is_block: bool,
     /// The fiber never ran to the end (killed): the result was never written.
     killed: bool = false,
     stack_released: bool = false,
@@ -89,8 +95,9 @@ pub const Task = struct {
         const context_offset = context_alignment.forward(@sizeOf(Task));
         const result_offset = result_alignment.forward(context_offset + context.len);
         const len = @max(result_offset + result_len, @sizeOf(Task));
-        const memory = allocator.rawAlloc(len, alignment, @returnAddress()) orelse return error.OutOfMemory;
-        errdefer allocator.rawFree(memory[0..len], alignment, @returnAddress());
+        const is_block = TaskBlocks.fits(len, alignment);
+        const memory = if (is_block) try allocBlock(allocator, scheduler) else allocator.rawAlloc(len, alignment, @returnAddress()) orelse return error.OutOfMemory;
+        errdefer freeMemory(allocator, scheduler, memory, len, alignment, is_block);
         try fibers.stacks.reserve();
         const self: *Task = @ptrCast(@alignCast(memory));
         self.* = .{
@@ -103,9 +110,25 @@ pub const Task = struct {
             .alignment = alignment,
             .context_offset = context_offset,
             .result_offset = result_offset,
+            .is_block = is_block,
         };
         @memcpy((memory + context_offset)[0..context.len], context);
         return self;
+    }
+
+    fn allocBlock(allocator: Allocator, scheduler: *const Header.Scheduler) Allocator.Error![*]u8 {
+        return TaskBlocks.allocFor(scheduler, allocator);
+    }
+
+    /// Frees a task's memory (a block into the calling worker's cache when it has room).
+    fn freeMemory(allocator: Allocator, scheduler: *const Header.Scheduler, memory: [*]u8, len: usize, alignment: Alignment, is_block: bool) void {
+        if (!is_block) return allocator.rawFree(memory[0..len], alignment, @returnAddress());
+        TaskBlocks.freeFor(scheduler, allocator, @alignCast(memory));
+    }
+
+    fn freeSelf(self: *Task) void {
+        const memory: [*]u8 = @ptrCast(self);
+        freeMemory(self.allocator, self.header.scheduler, memory, self.len, self.alignment, self.is_block);
     }
 
     pub fn fromHeader(header: *Header) *Task {
@@ -167,8 +190,7 @@ pub const Task = struct {
         const self = fromHeader(header);
         assert(self.stack_released);
         assert(Header.refCount(header.state.load(.monotonic)) == 0);
-        const memory: [*]u8 = @ptrCast(self);
-        self.allocator.rawFree(memory[0..self.len], self.alignment, @returnAddress());
+        self.freeSelf();
     }
 
     fn takeOutputUnsupported(header: *Header, out: *anyopaque) void {
@@ -236,8 +258,7 @@ pub fn destroyUnstarted(task: *Task) void {
     task.killed = true;
     task.on_done = null; // It never joined anything.
     task.releaseStack();
-    const memory: [*]u8 = @ptrCast(task);
-    task.allocator.rawFree(memory[0..task.len], task.alignment, @returnAddress());
+    task.freeSelf();
 }
 
 pub fn ReturnOf(comptime function: anytype) type {

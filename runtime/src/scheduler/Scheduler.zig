@@ -113,6 +113,8 @@ pub fn deinit(self: *Scheduler) void {
     assert(self.threads_started == 0);
     assert(self.shared.owned.count() == 0);
     const allocator = self.shared.allocator;
+    // The workers have exited: their block caches are nobody's now.
+    for (self.workers) |*worker| worker.task_blocks.deinit(allocator);
     self.shared.deinit();
     allocator.free(self.threads);
     allocator.free(self.workers);

@@ -93,6 +93,7 @@ const Shared = @import("Shared.zig");
 const hook = @import("../hook.zig");
 const Metrics = @import("Metrics.zig");
 const SpinPolicy = @import("SpinPolicy.zig");
+const TaskBlocks = @import("TaskBlocks.zig");
 
 const Worker = @This();
 
@@ -118,6 +119,9 @@ watch_seen_leaves: u64 = 0,
 watch_timed_out: bool = false,
 /// Consecutive watch timeouts in which no owner left.
 watch_quiet: u32 = 0,
+/// Freed fiber-task blocks for the next spawns on this worker (owner thread only;
+/// `TaskBlocks`). Given back to the allocator by `Scheduler.deinit`.
+task_blocks: TaskBlocks = .{},
 
 /// The worker whose thread this is (null on every other thread).
 threadlocal var current_worker: ?*Worker = null;
@@ -148,6 +152,14 @@ pub fn noteBlockingHandOff(self: *Worker) void {
     assert(current_worker == self);
     self.metrics.bump(.blocking_spawns);
     self.spin.expectWakeup();
+}
+
+/// The worker running on the calling thread if it belongs to the runtime whose task scheduler
+/// is `scheduler`. Compared by address only: a task freed after its runtime stopped must not
+/// read that runtime (the calling thread's own runtime is alive while it runs).
+pub fn currentFor(scheduler: *const Header.Scheduler) ?*Worker {
+    const worker = current_worker orelse return null;
+    return if (&worker.shared.task_scheduler == scheduler) worker else null;
 }
 
 /// The worker running on the calling thread, of any runtime.

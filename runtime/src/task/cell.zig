@@ -2,6 +2,10 @@
 //! the stage: the future while it runs, then its output (or `error.Cancelled`), then nothing
 //! once the JoinHandle took the output.
 //!
+//! A cell that fits a task block (`scheduler/TaskBlocks.zig`, 512 bytes) is allocated from
+//! the spawning worker's block cache and freed into the cache of the worker that drops the
+//! last reference; a larger one (a future with big buffers inside) from the allocator.
+//!
 //! The stage is only touched by the thread that holds `running` (poll, cancel), by the
 //! JoinHandle after it observed `complete` (take the output), or by the last reference holder
 //! (free). The state word's acq_rel transitions order these accesses.
@@ -11,6 +15,7 @@ const assert = std.debug.assert;
 const Allocator = std.mem.Allocator;
 const future = @import("../future.zig");
 const Header = @import("Header.zig");
+const TaskBlocks = @import("../scheduler/TaskBlocks.zig");
 
 pub const JoinError = error{Cancelled};
 
@@ -39,6 +44,9 @@ pub fn Cell(comptime F: type) type {
             consumed,
         };
 
+        /// Known at compile time: whether this cell type lives in a task block.
+        const is_block = TaskBlocks.fits(@sizeOf(Self), .of(Self));
+
         pub const vtable = Header.VTable{
             .poll = poll,
             .cancel = cancel,
@@ -48,7 +56,10 @@ pub fn Cell(comptime F: type) type {
 
         /// Allocates the task; its state is `initial_state` (scheduled, three references).
         pub fn create(allocator: Allocator, f: F, scheduler: *const Header.Scheduler, id: u64) Allocator.Error!*Self {
-            const self = try allocator.create(Self);
+            const self: *Self = if (is_block)
+                @ptrCast(try TaskBlocks.allocFor(scheduler, allocator))
+            else
+                try allocator.create(Self);
             self.* = .{
                 .header = Header.init(&vtable, scheduler, id),
                 .allocator = allocator,
@@ -56,6 +67,20 @@ pub fn Cell(comptime F: type) type {
             };
             assert(from(&self.header) == self);
             return self;
+        }
+
+        /// Frees a cell that was created but never submitted (its future is dropped unpolled).
+        pub fn destroyUnsubmitted(self: *Self) void {
+            assert(self.stage == .running);
+            self.freeMemory();
+        }
+
+        fn freeMemory(self: *Self) void {
+            if (is_block) {
+                TaskBlocks.freeFor(self.header.scheduler, self.allocator, @ptrCast(@alignCast(self)));
+            } else {
+                self.allocator.destroy(self);
+            }
         }
 
         fn from(header: *Header) *Self {
@@ -110,7 +135,7 @@ pub fn Cell(comptime F: type) type {
             const self = from(header);
             assert(self.stage != .running);
             assert(Header.refCount(header.state.load(.monotonic)) == 0);
-            self.allocator.destroy(self);
+            self.freeMemory();
         }
     };
 }
