@@ -165,9 +165,6 @@ pub const Pool = struct {
     now_ns: *const fn () u64 = monotonicNs,
     usable_bytes: usize,
     guard_bytes: usize,
-    /// Stacks handed out and not released. Monotonic counter: read by leak checks after the
-    /// threads that acquire and release have been joined (or for statistics).
-    in_use: std.atomic.Value(usize) = .init(0),
     /// Stacks ever mapped by this pool (statistics).
     mapped_total: std.atomic.Value(usize) = .init(0),
 
@@ -192,8 +189,7 @@ pub const Pool = struct {
 
     /// Unmaps every cached stack. Every stack must have been released.
     pub fn deinit(self: *Pool) void {
-        assert(self.in_use.load(.monotonic) == 0); // A fiber stack leaked.
-        assert(self.held == 0 and self.reserved == 0);
+        assert(self.held == 0 and self.reserved == 0); // A fiber stack leaked.
         while (self.free) |node| {
             self.free = node.next;
             node.stack.unmap();
@@ -229,7 +225,6 @@ pub const Pool = struct {
             defer self.lock.unlock();
             self.push(stack);
         }
-        _ = self.in_use.fetchAdd(1, .monotonic);
     }
 
     /// The stack of a reservation: the most recently released one (warmest in cache).
@@ -247,8 +242,6 @@ pub const Pool = struct {
 
     /// Gives up a reservation that will not be taken (a fiber killed before it ran).
     pub fn unreserve(self: *Pool) void {
-        const previous = self.in_use.fetchSub(1, .monotonic);
-        assert(previous > 0);
         self.lock.lock();
         defer self.lock.unlock();
         assert(self.reserved > 0);
@@ -285,8 +278,6 @@ pub const Pool = struct {
     /// one cached stack more) when the pool holds more than its target.
     pub fn release(self: *Pool, stack: Stack) void {
         assert(stack.guard_bytes == self.guard_bytes);
-        const previous = self.in_use.fetchSub(1, .monotonic);
-        assert(previous > 0);
         var unmap_now: [2]?Stack = .{ null, null };
         {
             self.lock.lock();
@@ -313,8 +304,12 @@ pub const Pool = struct {
         for (unmap_now) |maybe| if (maybe) |s| s.unmap();
     }
 
-    pub fn inUse(self: *const Pool) usize {
-        return self.in_use.load(.monotonic);
+    /// Stacks handed out or promised and not given back (`held + reserved`). Read under the
+    /// lock (a separate atomic counter cost two more atomic operations per fiber).
+    pub fn inUse(self: *Pool) usize {
+        self.lock.lock();
+        defer self.lock.unlock();
+        return self.held + self.reserved;
     }
 };
 
