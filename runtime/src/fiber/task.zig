@@ -96,14 +96,20 @@ pub const Task = struct {
         const result_offset = result_alignment.forward(context_offset + context.len);
         const len = @max(result_offset + result_len, @sizeOf(Task));
         const is_block = TaskBlocks.fits(len, alignment);
-        const memory = if (is_block) try allocBlock(allocator, scheduler) else allocator.rawAlloc(len, alignment, @returnAddress()) orelse return error.OutOfMemory;
-        errdefer freeMemory(allocator, scheduler, memory, len, alignment, is_block);
+        var home = TaskBlocks.home_none;
+        const memory: [*]u8 = if (is_block) blk: {
+            const taken = try TaskBlocks.allocFor(scheduler, allocator);
+            home = taken.home;
+            break :blk taken.block;
+        } else allocator.rawAlloc(len, alignment, @returnAddress()) orelse return error.OutOfMemory;
+        errdefer freeMemory(allocator, scheduler, memory, len, alignment, is_block, home);
         try fibers.stacks.reserve();
         const self: *Task = @ptrCast(@alignCast(memory));
         // Field by field: a struct literal was built on the stack and copied in 64-byte moves
         // that overlapped the literal's own narrower stores (a store-forwarding stall per
         // spawn, a quarter of `create`'s samples).
         self.header = Header.init(vtable, scheduler, id);
+        self.header.block_home = home;
         self.fiber = Fiber.init(body);
         self.allocator = allocator;
         self.fibers = fibers;
@@ -123,19 +129,15 @@ pub const Task = struct {
         return self;
     }
 
-    fn allocBlock(allocator: Allocator, scheduler: *const Header.Scheduler) Allocator.Error![*]u8 {
-        return TaskBlocks.allocFor(scheduler, allocator);
-    }
-
     /// Frees a task's memory (a block into the calling worker's cache when it has room).
-    fn freeMemory(allocator: Allocator, scheduler: *const Header.Scheduler, memory: [*]u8, len: usize, alignment: Alignment, is_block: bool) void {
+    fn freeMemory(allocator: Allocator, scheduler: *const Header.Scheduler, memory: [*]u8, len: usize, alignment: Alignment, is_block: bool, home: u16) void {
         if (!is_block) return allocator.rawFree(memory[0..len], alignment, @returnAddress());
-        TaskBlocks.freeFor(scheduler, allocator, @alignCast(memory));
+        TaskBlocks.freeFor(scheduler, allocator, @alignCast(memory), home);
     }
 
     fn freeSelf(self: *Task) void {
         const memory: [*]u8 = @ptrCast(self);
-        freeMemory(self.allocator, self.header.scheduler, memory, self.len, self.alignment, self.is_block);
+        freeMemory(self.allocator, self.header.scheduler, memory, self.len, self.alignment, self.is_block, self.header.block_home);
     }
 
     pub fn fromHeader(header: *Header) *Task {

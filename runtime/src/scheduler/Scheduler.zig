@@ -21,6 +21,7 @@ const Allocator = std.mem.Allocator;
 const Options = @import("../Options.zig");
 const Header = @import("../task/Header.zig");
 const Shared = @import("Shared.zig");
+const TaskBlocks = @import("TaskBlocks.zig");
 const Worker = @import("Worker.zig");
 const Metrics = @import("Metrics.zig");
 
@@ -115,6 +116,7 @@ pub fn deinit(self: *Scheduler) void {
     const allocator = self.shared.allocator;
     // The workers have exited: their block caches are nobody's now.
     for (self.workers) |*worker| worker.task_blocks.deinit(allocator);
+    for (self.shared.remotes) |*remote| TaskBlocks.drainReturned(&remote.blocks_returned, allocator);
     self.shared.deinit();
     allocator.free(self.threads);
     allocator.free(self.workers);

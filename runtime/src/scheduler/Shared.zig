@@ -89,6 +89,7 @@ const Header = @import("../task/Header.zig");
 const Parker = @import("../Parker.zig");
 const Driver = @import("../time/Driver.zig");
 const IoDriver = @import("../io/Driver.zig");
+const TaskBlocks = @import("TaskBlocks.zig");
 const LocalQueue = @import("LocalQueue.zig");
 const InjectQueue = @import("InjectQueue.zig");
 const Idle = @import("Idle.zig");
@@ -115,6 +116,10 @@ pub const Remote = struct {
     /// the I/O driver's event buffer).
     deferred_seen: u32 = 0,
     deferred_issued: u32 = 0,
+    /// Task blocks of this worker freed on other workers (`TaskBlocks`, "Blocks freed
+    /// elsewhere"): pushed by them, taken whole by this worker. Its own line: the pushers
+    /// write it once per freed task.
+    blocks_returned: TaskBlocks.ReturnList align(std.atomic.cache_line) = .{},
 };
 
 /// The longest a LIFO-cap hop waits for a worker while the poll of its worker runs on, before

@@ -92,6 +92,9 @@ queue_next: ?*Header = null,
 owned_prev: ?*Header = null,
 owned_next: ?*Header = null,
 in_owned: bool = false,
+/// The worker whose task-block cache the task's memory came from (`scheduler/TaskBlocks.zig`;
+/// `home_none` when it was not a worker, or the task is not in a block). Set at creation.
+block_home: u16 = std.math.maxInt(u16),
 /// Unique per runtime; selects the owned-list shard.
 id: u64,
 /// See the invariants above.

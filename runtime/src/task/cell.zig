@@ -56,15 +56,18 @@ pub fn Cell(comptime F: type) type {
 
         /// Allocates the task; its state is `initial_state` (scheduled, three references).
         pub fn create(allocator: Allocator, f: F, scheduler: *const Header.Scheduler, id: u64) Allocator.Error!*Self {
-            const self: *Self = if (is_block)
-                @ptrCast(try TaskBlocks.allocFor(scheduler, allocator))
-            else
-                try allocator.create(Self);
+            var home = TaskBlocks.home_none;
+            const self: *Self = if (is_block) blk: {
+                const taken = try TaskBlocks.allocFor(scheduler, allocator);
+                home = taken.home;
+                break :blk @ptrCast(taken.block);
+            } else try allocator.create(Self);
             self.* = .{
                 .header = Header.init(&vtable, scheduler, id),
                 .allocator = allocator,
                 .stage = .{ .running = f },
             };
+            self.header.block_home = home;
             assert(from(&self.header) == self);
             return self;
         }
@@ -77,7 +80,7 @@ pub fn Cell(comptime F: type) type {
 
         fn freeMemory(self: *Self) void {
             if (is_block) {
-                TaskBlocks.freeFor(self.header.scheduler, self.allocator, @ptrCast(@alignCast(self)));
+                TaskBlocks.freeFor(self.header.scheduler, self.allocator, @ptrCast(@alignCast(self)), self.header.block_home);
             } else {
                 self.allocator.destroy(self);
             }
