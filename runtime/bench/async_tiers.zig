@@ -1172,24 +1172,27 @@ test "ping_pong and chained_spawn count the owned oneshots' allocations, and fre
     var runtimes = harness.Runtimes{ .allocator = counting.allocator() };
     defer runtimes.deinit();
     var samples: [2]harness.Sample = undefined;
-    // What one spawn allocates (the task cell), from task_spawn: task_ops spawns per sample.
+    // A spawn allocates its task cell at most: after the first spawns on a worker the cell is
+    // a recycled task block (runtime/src/scheduler/TaskBlocks.zig), not an allocation.
     const spawn_case = harness.Case.micro(4, "task_spawn", c.task_ops);
     var spawn_ctx = Ctx{ .constants = &c, .counting = &counting, .case = &spawn_case, .samples = &samples, .runtimes = &runtimes };
     try taskSpawn(&spawn_ctx);
-    const spawn_allocs = spawn_ctx.recorded()[0].alloc_count / c.task_ops;
-    try testing.expect(spawn_allocs >= 1);
-    for (spawn_ctx.recorded()) |s| try testing.expectEqual(c.task_ops * spawn_allocs, s.alloc_count);
-    // ping_pong: per round two tasks (pinger, ponger) and two oneshot states, all timed.
+    for (spawn_ctx.recorded()) |s| try testing.expect(s.alloc_count <= c.task_ops);
+    // ping_pong: per round two tasks (pinger, ponger) and two oneshot states, all timed: the
+    // two oneshots are always counted, the tasks only when their block was not recycled.
     const ping_case = harness.Case.micro(4, "ping_pong", c.ping_pong_rounds);
     var ping_ctx = Ctx{ .constants = &c, .counting = &counting, .case = &ping_case, .samples = &samples, .runtimes = &runtimes };
     try pingPong(&ping_ctx);
-    for (ping_ctx.recorded()) |s| try testing.expectEqual(c.ping_pong_rounds * (2 * spawn_allocs + 2), s.alloc_count);
+    for (ping_ctx.recorded()) |s| {
+        try testing.expect(s.alloc_count >= 2 * c.ping_pong_rounds);
+        try testing.expect(s.alloc_count <= 4 * c.ping_pong_rounds);
+    }
     // chained_spawn: one task per link; the completion oneshot is allocated before timing
-    // (as Rust's), so only the tasks are counted.
+    // (as Rust's), so at most the tasks are counted.
     const chain_case = harness.Case.micro(4, "chained_spawn", c.chain_length);
     var chain_ctx = Ctx{ .constants = &c, .counting = &counting, .case = &chain_case, .samples = &samples, .runtimes = &runtimes };
     try chainedSpawn(&chain_ctx);
-    for (chain_ctx.recorded()) |s| try testing.expectEqual(c.chain_length * spawn_allocs, s.alloc_count);
+    for (chain_ctx.recorded()) |s| try testing.expect(s.alloc_count <= c.chain_length);
 }
 
 test "a failed check in the driver is reported" {

@@ -513,20 +513,13 @@ test "each echo caller allocates its reply oneshot inside the batch, and it is f
     var ctx = Ctx{ .constants = &c, .counting = &counting, .case = &case, .samples = &samples, .runtimes = &runtimes };
     const kind = F64Kind{};
     try runEcho(&ctx, try ctx.echoRuntime(), F64Kind, &kind, n, 1, samples.len);
-    // f64 payloads allocate nothing: per caller its task and its reply oneshot's state.
-    const per_batch = ctx.recorded()[0].alloc_count;
-    try testing.expect(per_batch >= 2 * n);
-    for (ctx.recorded()) |s| try testing.expectEqual(per_batch, s.alloc_count);
-    // The reply state is the difference from the same batch without it: one per caller.
-    const spawn_case = harness.Case.micro(4, "task_spawn", c.task_ops);
-    const spawn_samples = try testing.allocator.alloc(harness.Sample, @intCast(c.iterations));
-    defer testing.allocator.free(spawn_samples);
-    var spawn_runtimes = harness.Runtimes{ .allocator = counting.allocator() };
-    defer spawn_runtimes.deinit();
-    var spawn_ctx = Ctx{ .constants = &c, .counting = &counting, .case = &spawn_case, .samples = spawn_samples, .runtimes = &spawn_runtimes };
-    try @import("async_tiers.zig").taskSpawn(&spawn_ctx);
-    const spawn_allocs = spawn_ctx.recorded()[0].alloc_count / c.task_ops;
-    try testing.expectEqual(n * (spawn_allocs + 1), per_batch);
+    // f64 payloads allocate nothing: per caller its reply oneshot's state, always counted,
+    // and its task, counted only when the task block was not recycled
+    // (runtime/src/scheduler/TaskBlocks.zig).
+    for (ctx.recorded()) |s| {
+        try testing.expect(s.alloc_count >= n);
+        try testing.expect(s.alloc_count <= 2 * n);
+    }
 }
 
 /// A payload whose replies never check out: the batch must fail, not report a time.
