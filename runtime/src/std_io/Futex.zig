@@ -20,6 +20,16 @@
 //! waiter is linked when the waker scans the list. The value is read with a relaxed atomic
 //! load: the lock carries the ordering.
 //!
+//! **Task waiters.** A waiter polled by a task (every fiber is one) holds no waker clone: it
+//! records the task itself. The task cannot be freed while the waiter is linked — the waiter
+//! lives in the task's future, and a future is cancelled (which unlinks it, under the lock)
+//! before its task can complete. So the waker does the task's wake transition
+//! (`Header.claimWake`: idle -> scheduled with the queue's new reference, or running ->
+//! notified) *under the lock, before* it marks the waiter `woken`, and queues the task
+//! (`submitClaimed`) after unlocking, held by the queue's reference. A clone would cost an
+//! atomic increment at every wait and the matching decrement at every wake. Any other waker
+//! (`blockOn`'s parker) is cloned as before.
+//!
 //! A woken waiter is unlinked by the waker under the lock and never touched by it again: the
 //! future may complete (and its fiber's stack be reused) as soon as it sees `woken`. The
 //! waker stores `woken` (release) as its last access to the waiter, so a woken waiter's poll
@@ -38,6 +48,7 @@ const Waker = @import("../Waker.zig");
 const Lock = @import("../Lock.zig");
 const intrusive_list = @import("../wait/intrusive_list.zig");
 const WakeList = @import("../wait/WakeList.zig");
+const Header = @import("../task/Header.zig");
 
 const Futex = @This();
 
@@ -69,6 +80,35 @@ comptime {
     assert(bucket_count == 1 << 8);
 }
 
+/// Whom a linked waiter wakes: its polling task (no reference held: see "Task waiters"), or a
+/// clone of any other waker. Guarded by the bucket's lock while linked.
+const Target = union(enum) {
+    none,
+    task: *Header,
+    waker: Waker,
+
+    /// The target for a poll with `waker`; clones only a waker that is not a task's.
+    fn of(waker: *const Waker) Target {
+        if (Header.ofWaker(waker)) |task| return .{ .task = task };
+        return .{ .waker = waker.clone() };
+    }
+
+    /// Re-targets to `waker` (a later poll's); returns a waker clone to drop after unlocking.
+    fn update(self: *Target, waker: *const Waker) ?Waker {
+        switch (self.*) {
+            .task => |task| if (Header.ofWaker(waker) == task) return null,
+            .waker => |*stored| if (Header.ofWaker(waker) == null) return WakeList.replaceWaker(stored, waker),
+            .none => unreachable, // Linked waiters always have a target.
+        }
+        const old = self.*;
+        self.* = of(waker);
+        return switch (old) {
+            .waker => |stored| stored,
+            else => null,
+        };
+    }
+};
+
 /// A future: waits until a `wake` on `ptr` (if `*ptr == expected` when first polled).
 /// Output: void (woken, or the value differed). Cancel-safe.
 pub const Wait = struct {
@@ -78,10 +118,11 @@ pub const Wait = struct {
     ptr: *const u32,
     expected: u32,
     node: intrusive_list.Node = .{},
-    waker: ?Waker = null,
+    target: Target = .none,
     /// Set by the waker side under the bucket lock when it unlinked this waiter, as its last
     /// access to it (release; the waiter's lock-free read in `repoll` is an acquire, so the
-    /// unlink and the taking of `waker` happen before the waiter completes).
+    /// unlink, the task's wake transition and the taking of `target` happen before the waiter
+    /// completes).
     woken: std.atomic.Value(bool) = .init(false),
     state: enum { idle, waiting, done } = .idle,
 
@@ -101,7 +142,7 @@ pub const Wait = struct {
             self.state = .done;
             return .{ .ready = {} };
         }
-        self.waker = cx.waker().clone();
+        self.target = Target.of(cx.waker());
         bucket.waiters.pushBack(&self.node);
         self.state = .waiting;
         return .pending;
@@ -109,7 +150,7 @@ pub const Wait = struct {
 
     fn repoll(self: *Wait, cx: *future.Context) future.Poll(void) {
         if (self.woken.load(.acquire)) {
-            assert(self.waker == null);
+            assert(self.target == .none);
             self.state = .done;
             return .{ .ready = {} };
         }
@@ -118,11 +159,11 @@ pub const Wait = struct {
             bucket.lock.lock();
             defer bucket.lock.unlock();
             if (self.woken.load(.monotonic)) { // Under the lock: the waker's writes are ordered.
-                assert(self.waker == null);
+                assert(self.target == .none);
                 self.state = .done;
                 return .{ .ready = {} };
             }
-            break :blk WakeList.storeWaker(&self.waker, cx.waker());
+            break :blk self.target.update(cx.waker());
         };
         if (replaced) |old| old.drop();
         return .pending;
@@ -136,16 +177,19 @@ pub const Wait = struct {
         }
         self.state = .done;
         const bucket = self.futex.bucketOf(self.ptr);
-        const dropped: ?Waker = blk: {
+        const dropped: Target = blk: {
             bucket.lock.lock();
             defer bucket.lock.unlock();
-            if (self.woken.load(.monotonic)) break :blk null;
+            if (self.woken.load(.monotonic)) break :blk .none;
             bucket.waiters.remove(&self.node);
-            const waker = self.waker;
-            self.waker = null;
-            break :blk waker;
+            const target = self.target;
+            self.target = .none;
+            break :blk target;
         };
-        if (dropped) |waker| waker.drop();
+        switch (dropped) {
+            .waker => |waker| waker.drop(),
+            .task, .none => {},
+        }
     }
 };
 
@@ -159,6 +203,9 @@ pub fn wake(self: *Futex, ptr: *const u32, max_waiters: u32) u32 {
     var woken: u32 = 0;
     while (woken < max_waiters) {
         var batch = WakeList.init();
+        // Tasks made `scheduled` under the lock, to queue after it (see "Task waiters").
+        var claimed: [WakeList.capacity]*Header = undefined;
+        var claimed_count: usize = 0;
         var more = false;
         {
             bucket.lock.lock();
@@ -169,13 +216,20 @@ pub fn wake(self: *Futex, ptr: *const u32, max_waiters: u32) u32 {
                 const waiter = intrusive_list.entry(Wait, "node", current);
                 if (waiter.ptr == ptr) {
                     if (woken == max_waiters) break;
-                    if (batch.isFull()) {
+                    if (batch.isFull() or claimed_count == claimed.len) {
                         more = true;
                         break;
                     }
                     bucket.waiters.remove(current);
-                    batch.push(waiter.waker.?);
-                    waiter.waker = null;
+                    switch (waiter.target) {
+                        .task => |task| if (task.claimWake()) {
+                            claimed[claimed_count] = task;
+                            claimed_count += 1;
+                        },
+                        .waker => |waker| batch.push(waker),
+                        .none => unreachable,
+                    }
+                    waiter.target = .none;
                     // Last touch: the waiter may complete as soon as it reads this.
                     waiter.woken.store(true, .release);
                     woken += 1;
@@ -183,6 +237,7 @@ pub fn wake(self: *Futex, ptr: *const u32, max_waiters: u32) u32 {
                 node = next;
             }
         }
+        for (claimed[0..claimed_count]) |task| task.submitClaimed();
         batch.wakeAll();
         if (!more) break;
     }
@@ -282,4 +337,102 @@ test "a value changed and woken between the check and the registration is not lo
     @atomicStore(u32, &word, 1, .release);
     try testing.expectEqual(@as(u32, 0), futex.wake(&word, 1));
     try testing.expect(waiter.poll(cx) == .ready);
+}
+
+/// A scheduler that records the task it was asked to queue, and whether the futex's bucket
+/// lock was held at that moment.
+const SubmitProbe = struct {
+    futex: *Futex,
+    word: *const u32,
+    submitted: ?*Header = null,
+    under_lock: bool = false,
+
+    fn submit(context: *anyopaque, task: *Header, yielded: bool) void {
+        const self: *SubmitProbe = @ptrCast(@alignCast(context));
+        assert(!yielded);
+        self.submitted = task;
+        const bucket = self.futex.bucketOf(self.word);
+        if (bucket.lock.tryLock()) bucket.lock.unlock() else self.under_lock = true;
+    }
+};
+
+fn unusedPoll(_: *Header) bool {
+    unreachable;
+}
+fn unusedCancel(_: *Header) void {
+    unreachable;
+}
+fn unusedTakeOutput(_: *Header, _: *anyopaque) void {
+    unreachable;
+}
+fn unusedDealloc(_: *Header) void {
+    unreachable;
+}
+const unused_vtable = Header.VTable{ .poll = unusedPoll, .cancel = unusedCancel, .take_output = unusedTakeOutput, .dealloc = unusedDealloc };
+
+test "a task waiter holds no reference; the wake claims the task under the lock and queues it after" {
+    var futex = Futex.init();
+    defer futex.deinit();
+    var word: u32 = 3;
+    var probe = SubmitProbe{ .futex = &futex, .word = &word };
+    const scheduler = Header.Scheduler{ .context = &probe, .submit = SubmitProbe.submit };
+    var task = Header.init(&unused_vtable, &scheduler, 1);
+    // As a worker polls it: running, with the poller's and the owned list's references.
+    task.state.store(Header.running | 2 * Header.ref_one, .monotonic);
+    const waker = task.borrowedWaker();
+    var cx = future.Context.init(&waker);
+
+    var waiter = futex.wait(&word, 3);
+    try testing.expect(waiter.poll(&cx) == .pending);
+    try testing.expect(waiter.target == .task);
+    try testing.expectEqual(@as(u64, 2), Header.refCount(task.state.load(.monotonic))); // No clone.
+    try testing.expect(waiter.poll(&cx) == .pending); // A re-poll by the same task keeps it.
+    try testing.expectEqual(Header.IdleAction.idle, task.transitionToIdle()); // The poll returns.
+
+    try testing.expectEqual(@as(u32, 1), futex.wake(&word, 1));
+    try testing.expectEqual(&task, probe.submitted.?);
+    try testing.expect(!probe.under_lock);
+    // Scheduled, with a new reference for the queue.
+    const state = task.state.load(.monotonic);
+    try testing.expect(state & Header.scheduled != 0);
+    try testing.expectEqual(@as(u64, 2), Header.refCount(state));
+    try testing.expect(waiter.poll(&cx) == .ready);
+
+    // A wake while the task runs (before its poll returned) sets `notified` and queues nothing.
+    task.state.store(Header.running | 2 * Header.ref_one, .monotonic);
+    probe.submitted = null;
+    var second = futex.wait(&word, 3);
+    try testing.expect(second.poll(&cx) == .pending);
+    try testing.expectEqual(@as(u32, 1), futex.wake(&word, 1));
+    try testing.expect(probe.submitted == null);
+    try testing.expect(task.state.load(.monotonic) & Header.notified != 0);
+    try testing.expect(second.poll(&cx) == .ready);
+}
+
+test "a waiter re-polled by another waker: task to clone and back, nothing leaked" {
+    var futex = Futex.init();
+    defer futex.deinit();
+    var word: u32 = 0;
+    var probe = SubmitProbe{ .futex = &futex, .word = &word };
+    const scheduler = Header.Scheduler{ .context = &probe, .submit = SubmitProbe.submit };
+    var task = Header.init(&unused_vtable, &scheduler, 1);
+    task.state.store(Header.running | 2 * Header.ref_one, .monotonic);
+    const task_waker = task.borrowedWaker();
+    var task_cx = future.Context.init(&task_waker);
+    var counter = Waker.Counting{};
+    const counting_waker = counter.waker();
+    defer counting_waker.drop();
+    var counting_cx = future.Context.init(&counting_waker);
+
+    var waiter = futex.wait(&word, 0);
+    try testing.expect(waiter.poll(&task_cx) == .pending);
+    try testing.expect(waiter.poll(&counting_cx) == .pending); // Now a clone.
+    try testing.expectEqual(@as(i32, 2), counter.outstanding());
+    try testing.expect(waiter.poll(&task_cx) == .pending); // Back to the task: clone dropped.
+    try testing.expectEqual(@as(i32, 1), counter.outstanding());
+    try testing.expect(waiter.poll(&counting_cx) == .pending);
+    waiter.cancel(); // Drops the clone.
+    try testing.expectEqual(@as(i32, 1), counter.outstanding());
+    try testing.expectEqual(@as(u32, 0), futex.wake(&word, 1));
+    try testing.expectEqual(@as(u32, 0), counter.wakeCount());
 }

@@ -265,25 +265,45 @@ pub fn wakeByVal(self: *Header) void {
 
 /// Waker::wakeByRef: the caller keeps its reference.
 pub fn wakeByRef(self: *Header) void {
+    if (self.claimWake()) self.submitClaimed();
+}
+
+/// The state transition of `wakeByRef`, without the submit: an idle task becomes `scheduled`
+/// with a new reference for the queue, and the caller must then `submitClaimed` it; a running
+/// one gets `notified`; a scheduled or complete one is left alone. The caller keeps its own
+/// hold on the task (a reference, or a registration the task cannot outlive). Touches only the
+/// state word, so it may run under a primitive's lock (`std_io/Futex.zig` does); the submit,
+/// which runs scheduler code, may not.
+pub fn claimWake(self: *Header) bool {
     var current = self.state.load(.acquire);
     while (true) {
-        assert(refCount(current) > 0); // The caller's reference.
-        if (current & (complete | scheduled) != 0) return;
+        assert(refCount(current) > 0); // The caller's hold.
+        if (current & (complete | scheduled) != 0) return false;
         var next: u64 = undefined;
         const idle = current & running == 0;
         if (idle) {
             next = (current | scheduled) + ref_one; // A new reference for the queue.
         } else {
-            if (current & notified != 0) return;
+            if (current & notified != 0) return false;
             next = current | notified;
         }
         if (self.state.cmpxchgWeak(current, next, .acq_rel, .acquire)) |actual| {
             current = actual;
             continue;
         }
-        if (idle) self.scheduler.submit(self.scheduler.context, self, false);
-        return;
+        return idle;
     }
+}
+
+/// Queues a task that `claimWake` made `scheduled` (the queue's reference keeps it alive).
+pub fn submitClaimed(self: *Header) void {
+    assert(self.state.load(.monotonic) & scheduled != 0);
+    self.scheduler.submit(self.scheduler.context, self, false);
+}
+
+/// The task a waker wakes, if it is a task's own waker (`borrowedWaker` or a clone of it).
+pub fn ofWaker(waker: *const Waker) ?*Header {
+    return if (waker.vtable == &waker_vtable) fromData(waker.data) else null;
 }
 
 /// JoinHandle::abort: request cancellation; an idle task is queued so a worker cancels it.
