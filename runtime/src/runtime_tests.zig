@@ -603,7 +603,7 @@ const OwnerRace = struct {
                 phase.store(3, .seq_cst);
                 const waker = main_parker.waker();
                 const d = &w.shared.driver;
-                _ = d.register(&early, d.deadlineMsFor(time.nowNs() + 5 * std.time.ns_per_ms), &waker);
+                _ = d.register(&early, d.deadlineTickFor(time.nowNs() + 5 * std.time.ns_per_ms), &waker);
             },
             // Worker 0, kicked for the 5 ms timer, is slower than worker 1 to claim ownership.
             3 => if (w.index == 0) waitForOwner1(w),
@@ -626,7 +626,7 @@ test "timer owner race: an earlier timer registered while the owner re-arms fire
 
     OwnerRace.phase.store(1, .seq_cst);
     var far: time.Driver.TimerEntry = .{};
-    _ = d.register(&far, d.deadlineMsFor(time.nowNs() + 3 * std.time.ns_per_s), &noop);
+    _ = d.register(&far, d.deadlineTickFor(time.nowNs() + 3 * std.time.ns_per_s), &noop);
     defer d.cancel(&far);
     var waited: u32 = 0;
     while (d.owner.load(.seq_cst) != 1 and waited < 1_000) : (waited += 1) os.sleepNs(std.time.ns_per_ms);
@@ -634,7 +634,7 @@ test "timer owner race: an earlier timer registered while the owner re-arms fire
 
     OwnerRace.phase.store(2, .seq_cst);
     var mid: time.Driver.TimerEntry = .{};
-    _ = d.register(&mid, d.deadlineMsFor(time.nowNs() + 2 * std.time.ns_per_s), &noop); // Kicks owner 1.
+    _ = d.register(&mid, d.deadlineTickFor(time.nowNs() + 2 * std.time.ns_per_s), &noop); // Kicks owner 1.
     defer d.cancel(&mid);
     defer d.cancel(&OwnerRace.early);
     while (!OwnerRace.early.fired.load(.acquire) and !mid.fired.load(.acquire)) {
@@ -643,6 +643,32 @@ test "timer owner race: an earlier timer registered while the owner re-arms fire
     // Before the fix the owner slept until the 2 s deadline, so both fired together.
     try testing.expect(OwnerRace.early.fired.load(.acquire));
     try testing.expect(!mid.fired.load(.acquire));
+}
+
+/// Polls a `Sleep` once (registering it with the runtime's driver), records its tick and cancels.
+const RegisteredTick = struct {
+    sleep: time.Sleep,
+    pub const Output = u64;
+    pub fn poll(self: *RegisteredTick, cx: *Context) Poll(u64) {
+        assert(self.sleep.poll(cx) == .pending);
+        const tick = self.sleep.entry.node.deadline_tick;
+        self.sleep.cancel();
+        return .{ .ready = tick };
+    }
+};
+
+test "a sleep registers for the first tick at or after its deadline: less than one tick late" {
+    const rt = try newRuntime(1);
+    defer rt.deinit();
+    const d = &rt.scheduler.shared.driver;
+    // A second or so away (polled long before it passes), one exactly on a tick's start.
+    const now_ns = time.nowNs();
+    const deadlines = [_]u64{ now_ns + std.time.ns_per_s + 1, now_ns + std.time.ns_per_s + 10 * std.time.ns_per_ms, d.tickStartNs(d.nowTicks() + 20_000) };
+    for (deadlines) |deadline_ns| {
+        const tick = rt.blockOn(RegisteredTick{ .sleep = time.sleepUntil(deadline_ns) });
+        try testing.expect(d.tickStartNs(tick) >= deadline_ns);
+        try testing.expect(d.tickStartNs(tick) < deadline_ns + time.Driver.tick_ns);
+    }
 }
 
 test "a far-future timer neither hangs the runtime nor delays near ones" {

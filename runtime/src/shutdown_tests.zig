@@ -83,7 +83,7 @@ test "a sleep registered after shutdown expires at once" {
     driver.shutdown();
     var entry = time.Driver.TimerEntry{};
     const waker = @import("Waker.zig").noop();
-    try testing.expectEqual(time.Driver.Registration.expired, driver.register(&entry, driver.nowMs() + 60_000, &waker));
+    try testing.expectEqual(time.Driver.Registration.expired, driver.register(&entry, driver.deadlineTickFor(time.nowNs() + 60 * std.time.ns_per_s), &waker));
     rt.deinit();
 }
 

@@ -1,5 +1,5 @@
 //! Timers: `sleep`, `sleepUntil`, `timeout`, driven by the runtime's hierarchical timing wheel
-//! (1 ms resolution).
+//! (ticks of `Driver.tick_ns`, 65.536 µs).
 
 const std = @import("std");
 const sleep_mod = @import("time/sleep.zig");

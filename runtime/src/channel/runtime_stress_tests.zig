@@ -750,12 +750,13 @@ test "runtime stress: owned oneshot receivers time out and are dropped while the
     for (0..test_support.scaled(100, 10)) |round| {
         var handles: [2 * pairs]JoinHandle(void) = undefined;
         for (0..pairs) |i| {
-            // Both deadlines land on the same 1 ms tick or neighbouring ones: the timeout and
-            // the send race on different workers.
+            // Both deadlines land on the same timer tick or neighbouring ones (the delay is the
+            // limit give or take two ticks): the timeout and the send race on different workers.
             const tx, const rx = try Reply.init(counting.allocator());
             const id = round * pairs + i;
             handles[2 * i] = try rt.spawn(ImpatientReceiver{ .shared = &shared, .rx = rx, .id = id, .limit_ns = std.time.ns_per_ms });
-            const delay_ns = random.uintLessThan(u64, 2 * std.time.ns_per_ms);
+            const tick_ns = time.Driver.tick_ns;
+            const delay_ns = std.time.ns_per_ms - 2 * tick_ns + random.uintLessThan(u64, 4 * tick_ns);
             handles[2 * i + 1] = try rt.spawn(LateSender{ .shared = &shared, .tx = tx, .id = id, .delay = time.sleep(delay_ns) });
         }
         try joinAll(rt, &handles);

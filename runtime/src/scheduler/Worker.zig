@@ -437,7 +437,7 @@ fn parkOnce(self: *Worker) bool {
         // Read the deadline *after* becoming the owner: a registration that stored an earlier
         // deadline before our compare-and-swap saw no owner and kicked nobody (or another
         // sleeper), so we must see its deadline here. Store-then-load on both sides (owner vs
-        // next_deadline_ms), all seq_cst.
+        // next_deadline_tick), all seq_cst.
         const timeout_ns = self.shared.ownerTimeoutNs();
         const limit_ns = timeout_ns orelse std.math.maxInt(u64);
         if (limit_ns == 0) return true; // A timer is due: the caller fires it.

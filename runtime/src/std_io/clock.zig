@@ -4,7 +4,7 @@
 //!   MONOTONIC, boot: BOOTTIME, cpu_process / cpu_thread: the CPU-time clocks; on a fiber,
 //!   `cpu_thread` is the CPU time of the worker thread running it). `clockResolution`:
 //!   `clock_getres`. Neither blocks.
-//! - `sleep(timeout)`: a `time.Sleep` on the runtime's timer wheel (1 ms ticks, never early),
+//! - `sleep(timeout)`: a `time.Sleep` on the runtime's timer wheel (65.5 µs ticks, never early),
 //!   so a sleeping fiber holds no thread. A timeout in another clock than the monotonic one is
 //!   converted to a monotonic deadline when the sleep starts (as a relative sleep would be).
 //!   A cancellation point (also for a zero or past deadline); `.none` returns at once, as in

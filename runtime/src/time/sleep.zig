@@ -3,10 +3,11 @@
 //! The deadline is fixed when the future is created (like Tokio's `sleep`), not when it is
 //! first polled. The timer entry lives inside the `Sleep` future; the first poll registers it
 //! with the current runtime's timer driver (the runtime of the worker, `blockOn` or blocking
-//! thread polling it). Timers have 1 ms resolution and never fire early, however far their
-//! deadline; a deadline already passed (a zero sleep) is ready at the first poll, without a
-//! timer. The driver owner's wait ends at a tick's deadline to the nanosecond
-//! (`os.epollWaitNs`), not at the next whole millisecond after it.
+//! thread polling it). Timers have a resolution of one tick, `Driver.tick_ns` (65.536 µs): a
+//! deadline is rounded up to its tick, by less than a tick, and never fires early, however far
+//! away; a deadline already passed (a zero sleep) is ready at the first poll, without a timer.
+//! The driver owner's wait ends at the tick's start to the nanosecond (`os.epollWaitNs`), not
+//! at the next whole millisecond after it.
 
 const std = @import("std");
 const assert = std.debug.assert;
@@ -29,11 +30,11 @@ pub const Sleep = struct {
         if (!budget.proceed(cx)) return .pending;
         if (self.state == .unregistered) {
             // A deadline already passed (a zero or negative sleep) is due now: no timer and no
-            // wait for the next 1 ms tick, which `register` would round it up to.
+            // wait for the next tick, which `register` would round it up to.
             if (self.deadline_ns <= clock.nowNs()) return self.finish();
             const driver = context.driver() orelse @panic("ampere.time.sleep polled outside a runtime");
             self.driver = driver;
-            switch (driver.register(&self.entry, driver.deadlineMsFor(self.deadline_ns), cx.waker())) {
+            switch (driver.register(&self.entry, driver.deadlineTickFor(self.deadline_ns), cx.waker())) {
                 .expired => return self.finish(),
                 .registered => self.state = .waiting,
             }
@@ -135,7 +136,7 @@ pub fn timeout(inner: anytype, duration_ns: u64) Timeout(@TypeOf(inner)) {
 
 test "a sleep whose deadline has passed is ready at its first poll, with no timer driver" {
     // Outside a runtime: registering would panic, so ready here proves no timer was armed (it
-    // used to register and wait for the next 1 ms tick: io_sleep d=0 took a tick per batch).
+    // used to register and wait for the next tick, then 1 ms: io_sleep d=0 took a tick per batch).
     var zero = sleep(0);
     try std.testing.expect(future.pollOnce(&zero) == .ready);
     var past = sleepUntil(clock.nowNs() -| std.time.ns_per_ms);
