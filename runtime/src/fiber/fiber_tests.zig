@@ -336,3 +336,15 @@ test "fiber tasks reuse task blocks: 1,000 spawn + await on a worker allocate a 
     try testing.expect(counting.snapshot().count - before <= 2);
     try testing.expect(rt.scheduler.workers[0].task_blocks.count > 0);
 }
+
+test "only workers make task blocks: a spawn from a plain thread allocates the task's own size" {
+    var counting = ampere.CountingAllocator.init(testing.allocator);
+    const rt = try Runtime.init(counting.allocator(), .{ .workers = 1 });
+    defer rt.deinit();
+    const before = counting.snapshot();
+    const handle = try rt.spawn(ampere.future.ready(@as(u64, 7)));
+    const after = counting.snapshot();
+    try testing.expectEqual(@as(u64, 1), after.count - before.count);
+    try testing.expect(after.bytes - before.bytes < TaskBlocks.block_bytes);
+    try testing.expectEqual(@as(u64, 7), try rt.blockOn(handle));
+}

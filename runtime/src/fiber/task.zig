@@ -95,13 +95,10 @@ pub const Task = struct {
         const context_offset = context_alignment.forward(@sizeOf(Task));
         const result_offset = result_alignment.forward(context_offset + context.len);
         const len = @max(result_offset + result_len, @sizeOf(Task));
-        const is_block = TaskBlocks.fits(len, alignment);
-        var home = TaskBlocks.home_none;
-        const memory: [*]u8 = if (is_block) blk: {
-            const taken = try TaskBlocks.allocFor(scheduler, allocator);
-            home = taken.home;
-            break :blk taken.block;
-        } else allocator.rawAlloc(len, alignment, @returnAddress()) orelse return error.OutOfMemory;
+        const taken: ?TaskBlocks.Taken = if (TaskBlocks.fits(len, alignment)) try TaskBlocks.allocFor(scheduler, allocator) else null;
+        const is_block = taken != null;
+        const home = if (taken) |t| t.home else TaskBlocks.home_none;
+        const memory: [*]u8 = if (taken) |t| t.block else allocator.rawAlloc(len, alignment, @returnAddress()) orelse return error.OutOfMemory;
         errdefer freeMemory(allocator, scheduler, memory, len, alignment, is_block, home);
         try fibers.stacks.reserve();
         const self: *Task = @ptrCast(@alignCast(memory));

@@ -13,9 +13,11 @@
 //! ## Rules
 //!
 //! - One cache per worker, touched only by that worker's thread (and by `deinit`, after the
-//!   workers have exited): no atomics and no lock. A block freed on a thread that is not one of
-//!   the runtime's workers (a blocking thread, `blockOn`, a thread that dropped the last waker
-//!   after the runtime stopped) goes back to the allocator.
+//!   workers have exited): no atomics and no lock. Only workers make blocks: a task created on
+//!   any other thread (a blocking-pool task, a spawn from `blockOn`'s thread) is allocated at
+//!   its exact size. A block freed on a thread that is not one of the runtime's workers (a
+//!   blocking thread, a thread that dropped the last waker after the runtime stopped) goes
+//!   back to the allocator.
 //! - **Blocks freed elsewhere.** A block remembers its home, the worker that took it
 //!   (`Header.block_home`). A worker that frees a block of another home pushes it onto the
 //!   home's return list (`Shared.Remote.blocks_returned`: a lock-free stack, one
@@ -53,7 +55,7 @@ pub const block_alignment: Alignment = .@"64";
 pub const capacity_max: u32 = 1024;
 /// A block's memory.
 pub const Block = [*]align(block_alignment.toByteUnits()) u8;
-/// `Header.block_home` of a block taken on a thread that is not a worker.
+/// `Header.block_home` of a task that is not in a block.
 pub const home_none: u16 = std.math.maxInt(u16);
 
 /// A worker's return list: blocks of that home freed on other workers.
@@ -140,23 +142,27 @@ pub fn release(allocator: Allocator, memory: Block) void {
 
 pub const Taken = struct { block: Block, home: u16 };
 
-/// A block for a task of the runtime whose task scheduler is `scheduler`, and its home: on one
-/// of its workers from that worker's cache (or return list), else from `allocator`.
-pub fn allocFor(scheduler: *const Header.Scheduler, allocator: Allocator) Allocator.Error!Taken {
-    const worker = Worker.currentFor(scheduler) orelse
-        return .{ .block = allocate(allocator) orelse return error.OutOfMemory, .home = home_none };
+/// A block for a task of the runtime whose task scheduler is `scheduler`, when the caller is
+/// one of its workers (that worker is the block's home): from the worker's cache, else its
+/// return list, else `allocator`. Null on any other thread: the caller allocates the task's
+/// exact size instead (blocks are only ever made by workers, so a blocking-pool task or a
+/// spawn from a plain thread never holds 512 bytes for a smaller task).
+pub fn allocFor(scheduler: *const Header.Scheduler, allocator: Allocator) Allocator.Error!?Taken {
+    const worker = Worker.currentFor(scheduler) orelse return null;
     const home: u16 = @intCast(worker.index);
     const returned = &worker.shared.remotes[worker.index].blocks_returned;
     if (worker.task_blocks.popOrReclaim(returned, allocator)) |block| return .{ .block = block, .home = home };
     return .{ .block = allocate(allocator) orelse return error.OutOfMemory, .home = home };
 }
 
-/// Frees a block of a task of that runtime: into the calling worker's cache if it is the
-/// block's home (or the block has none) and there is room, onto its home's return list if the
-/// caller is another of the runtime's workers, else to `allocator`.
+/// Frees a block (of home `home`, a worker of the runtime whose task scheduler is
+/// `scheduler`): into the calling worker's cache if it is the home and there is room, onto
+/// the home's return list if the caller is another of the runtime's workers, else to
+/// `allocator`.
 pub fn freeFor(scheduler: *const Header.Scheduler, allocator: Allocator, block: Block, home: u16) void {
+    assert(home != home_none);
     const worker = Worker.currentFor(scheduler) orelse return release(allocator, block);
-    if (home == home_none or home == worker.index) {
+    if (home == worker.index) {
         if (!worker.task_blocks.push(block)) release(allocator, block);
         return;
     }

@@ -2,9 +2,10 @@
 //! the stage: the future while it runs, then its output (or `error.Cancelled`), then nothing
 //! once the JoinHandle took the output.
 //!
-//! A cell that fits a task block (`scheduler/TaskBlocks.zig`, 512 bytes) is allocated from
-//! the spawning worker's block cache and freed into the cache of the worker that drops the
-//! last reference; a larger one (a future with big buffers inside) from the allocator.
+//! A cell that fits a task block (`scheduler/TaskBlocks.zig`, 512 bytes) and is spawned on a
+//! worker lives in a block of that worker's cache, and goes back to it (or to its return list)
+//! when the last reference goes; a larger one (a future with big buffers inside), or one
+//! created on any other thread, is allocated at its exact size.
 //!
 //! The stage is only touched by the thread that holds `running` (poll, cancel), by the
 //! JoinHandle after it observed `complete` (take the output), or by the last reference holder
@@ -44,8 +45,9 @@ pub fn Cell(comptime F: type) type {
             consumed,
         };
 
-        /// Known at compile time: whether this cell type lives in a task block.
-        const is_block = TaskBlocks.fits(@sizeOf(Self), .of(Self));
+        /// Known at compile time: whether this cell type fits a task block (it lives in one
+        /// when a worker creates it: `Header.block_home` says).
+        const fits_block = TaskBlocks.fits(@sizeOf(Self), .of(Self));
 
         pub const vtable = Header.VTable{
             .poll = poll,
@@ -57,10 +59,10 @@ pub fn Cell(comptime F: type) type {
         /// Allocates the task; its state is `initial_state` (scheduled, three references).
         pub fn create(allocator: Allocator, f: F, scheduler: *const Header.Scheduler, id: u64) Allocator.Error!*Self {
             var home = TaskBlocks.home_none;
-            const self: *Self = if (is_block) blk: {
-                const taken = try TaskBlocks.allocFor(scheduler, allocator);
-                home = taken.home;
-                break :blk @ptrCast(taken.block);
+            const taken: ?TaskBlocks.Taken = if (fits_block) try TaskBlocks.allocFor(scheduler, allocator) else null;
+            const self: *Self = if (taken) |t| blk: {
+                home = t.home;
+                break :blk @ptrCast(t.block);
             } else try allocator.create(Self);
             self.* = .{
                 .header = Header.init(&vtable, scheduler, id),
@@ -79,7 +81,7 @@ pub fn Cell(comptime F: type) type {
         }
 
         fn freeMemory(self: *Self) void {
-            if (is_block) {
+            if (self.header.block_home != TaskBlocks.home_none) {
                 TaskBlocks.freeFor(self.header.scheduler, self.allocator, @ptrCast(@alignCast(self)), self.header.block_home);
             } else {
                 self.allocator.destroy(self);
