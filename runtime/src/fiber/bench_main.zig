@@ -77,6 +77,39 @@ fn waitIdle(io: Io, event: *Io.Event) Io.Cancelable!void {
     try event.wait(io);
 }
 
+/// Two fibers hand a turn back and forth through std.Io's futex alone: `turn` is 0 when it is
+/// the pinger's, 1 when it is the ponger's; each waits while the turn is not its own.
+const FutexTurn = struct {
+    turn: std.atomic.Value(u32) = .init(0),
+
+    fn play(self: *FutexTurn, io: Io, mine: u32, rounds: u64) Io.Cancelable!void {
+        for (0..rounds) |_| {
+            while (self.turn.load(.acquire) != mine) try io.futexWait(u32, &self.turn.raw, 1 - mine);
+            self.turn.store(1 - mine, .release);
+            io.futexWake(u32, &self.turn.raw, 1);
+        }
+    }
+};
+
+/// One std.Io queue ping-pong pair (capacity 1 each way), as io_queue_pingpong pairs=1.
+const QueuePair = struct {
+    there: Io.Queue(u64),
+    back: Io.Queue(u64),
+    there_buffer: [1]u64 = undefined,
+    back_buffer: [1]u64 = undefined,
+
+    fn pinger(self: *QueuePair, io: Io, rounds: u64) (Io.Cancelable || Io.QueueClosedError)!void {
+        for (0..rounds) |round| {
+            try self.there.putOne(io, round);
+            if (try self.back.getOne(io) != round) @panic("queue ping-pong: wrong answer");
+        }
+    }
+
+    fn ponger(self: *QueuePair, io: Io, rounds: u64) (Io.Cancelable || Io.QueueClosedError)!void {
+        for (0..rounds) |_| try self.back.putOne(io, try self.there.getOne(io));
+    }
+};
+
 fn residentBytes() !u64 {
     var buffer: [128]u8 = undefined;
     const file = try Io.Dir.openFileAbsolute(std.Io.Threaded.global_single_threaded.io(), "/proc/self/statm", .{});
@@ -112,6 +145,27 @@ pub fn main() !void {
     var f = try io.concurrent(ioConcurrentAwait, .{ io, spawns });
     _ = try f.await(io);
     report("std.Io concurrent + await (from a fiber, 1 worker)", nowNs() - start, spawns);
+
+    // The std.Io ping-pong of the io suite, and the same hand-off through the futex alone: the
+    // difference is what std.Io.Queue (its Mutex and Condition) adds on top of Ampere's futex
+    // and scheduler.
+    const handoffs: u64 = 500_000;
+    var turn = FutexTurn{};
+    start = nowNs();
+    var ping = try io.concurrent(FutexTurn.play, .{ &turn, io, 0, handoffs });
+    var pong = try io.concurrent(FutexTurn.play, .{ &turn, io, 1, handoffs });
+    try ping.await(io);
+    try pong.await(io);
+    report("std.Io futex round trip between two fibers (wait + wake each way, 1 worker)", nowNs() - start, handoffs);
+    var pair: QueuePair = undefined;
+    pair.there = .init(&pair.there_buffer);
+    pair.back = .init(&pair.back_buffer);
+    start = nowNs();
+    var pinger = try io.concurrent(QueuePair.pinger, .{ &pair, io, handoffs });
+    var ponger = try io.concurrent(QueuePair.ponger, .{ &pair, io, handoffs });
+    try pinger.await(io);
+    try ponger.await(io);
+    report("std.Io.Queue round trip between two fibers (io_queue_pingpong pairs=1, 1 worker)", nowNs() - start, handoffs);
 
     const idle: u64 = 10_000;
     var event: Io.Event = .unset;
