@@ -370,69 +370,82 @@ fn unusedDealloc(_: *Header) void {
 }
 const unused_vtable = Header.VTable{ .poll = unusedPoll, .cancel = unusedCancel, .take_output = unusedTakeOutput, .dealloc = unusedDealloc };
 
-test "a task waiter holds no reference; the wake claims the task under the lock and queues it after" {
-    var futex = Futex.init();
-    defer futex.deinit();
-    var word: u32 = 3;
-    var probe = SubmitProbe{ .futex = &futex, .word = &word };
-    const scheduler = Header.Scheduler{ .context = &probe, .submit = SubmitProbe.submit };
-    var task = Header.init(&unused_vtable, &scheduler, 1);
-    // As a worker polls it: running, with the poller's and the owned list's references.
-    task.state.store(Header.running | 2 * Header.ref_one, .monotonic);
-    const waker = task.borrowedWaker();
-    var cx = future.Context.init(&waker);
+/// A futex, a word, and a task header (no future behind it) whose scheduler is a
+/// `SubmitProbe`, in the state of a task being polled: running, with the poller's and the owned
+/// list's references. `cx` polls as that task. It points into itself: `init` in place.
+const TaskFixture = struct {
+    futex: Futex,
+    word: u32,
+    probe: SubmitProbe,
+    scheduler: Header.Scheduler,
+    task: Header,
+    waker: Waker,
+    cx: future.Context,
 
-    var waiter = futex.wait(&word, 3);
-    try testing.expect(waiter.poll(&cx) == .pending);
+    fn init(self: *TaskFixture, word: u32) void {
+        self.futex = Futex.init();
+        self.word = word;
+        self.probe = .{ .futex = &self.futex, .word = &self.word };
+        self.scheduler = .{ .context = &self.probe, .submit = SubmitProbe.submit };
+        self.task = Header.init(&unused_vtable, &self.scheduler, 1);
+        self.task.state.store(Header.running | 2 * Header.ref_one, .monotonic);
+        self.waker = self.task.borrowedWaker();
+        self.cx = future.Context.init(&self.waker);
+    }
+};
+
+test "a task waiter holds no reference; the wake claims the task under the lock and queues it after" {
+    var fixture: TaskFixture = undefined;
+    fixture.init(3);
+    defer fixture.futex.deinit();
+    const futex, const word, const probe, const task, const cx = .{ &fixture.futex, &fixture.word, &fixture.probe, &fixture.task, &fixture.cx };
+
+    var waiter = futex.wait(word, 3);
+    try testing.expect(waiter.poll(cx) == .pending);
     try testing.expect(waiter.target == .task);
     try testing.expectEqual(@as(u64, 2), Header.refCount(task.state.load(.monotonic))); // No clone.
-    try testing.expect(waiter.poll(&cx) == .pending); // A re-poll by the same task keeps it.
+    try testing.expect(waiter.poll(cx) == .pending); // A re-poll by the same task keeps it.
     try testing.expectEqual(Header.IdleAction.idle, task.transitionToIdle()); // The poll returns.
 
-    try testing.expectEqual(@as(u32, 1), futex.wake(&word, 1));
-    try testing.expectEqual(&task, probe.submitted.?);
+    try testing.expectEqual(@as(u32, 1), futex.wake(word, 1));
+    try testing.expectEqual(task, probe.submitted.?);
     try testing.expect(!probe.under_lock);
     // Scheduled, with a new reference for the queue.
     const state = task.state.load(.monotonic);
     try testing.expect(state & Header.scheduled != 0);
     try testing.expectEqual(@as(u64, 2), Header.refCount(state));
-    try testing.expect(waiter.poll(&cx) == .ready);
+    try testing.expect(waiter.poll(cx) == .ready);
 
     // A wake while the task runs (before its poll returned) sets `notified` and queues nothing.
     task.state.store(Header.running | 2 * Header.ref_one, .monotonic);
     probe.submitted = null;
-    var second = futex.wait(&word, 3);
-    try testing.expect(second.poll(&cx) == .pending);
-    try testing.expectEqual(@as(u32, 1), futex.wake(&word, 1));
+    var second = futex.wait(word, 3);
+    try testing.expect(second.poll(cx) == .pending);
+    try testing.expectEqual(@as(u32, 1), futex.wake(word, 1));
     try testing.expect(probe.submitted == null);
     try testing.expect(task.state.load(.monotonic) & Header.notified != 0);
-    try testing.expect(second.poll(&cx) == .ready);
+    try testing.expect(second.poll(cx) == .ready);
 }
 
 test "a waiter re-polled by another waker: task to clone and back, nothing leaked" {
-    var futex = Futex.init();
-    defer futex.deinit();
-    var word: u32 = 0;
-    var probe = SubmitProbe{ .futex = &futex, .word = &word };
-    const scheduler = Header.Scheduler{ .context = &probe, .submit = SubmitProbe.submit };
-    var task = Header.init(&unused_vtable, &scheduler, 1);
-    task.state.store(Header.running | 2 * Header.ref_one, .monotonic);
-    const task_waker = task.borrowedWaker();
-    var task_cx = future.Context.init(&task_waker);
+    var fixture: TaskFixture = undefined;
+    fixture.init(0);
+    defer fixture.futex.deinit();
+    const futex, const word, const task_cx = .{ &fixture.futex, &fixture.word, &fixture.cx };
     var counter = Waker.Counting{};
     const counting_waker = counter.waker();
     defer counting_waker.drop();
     var counting_cx = future.Context.init(&counting_waker);
 
-    var waiter = futex.wait(&word, 0);
-    try testing.expect(waiter.poll(&task_cx) == .pending);
+    var waiter = futex.wait(word, 0);
+    try testing.expect(waiter.poll(task_cx) == .pending);
     try testing.expect(waiter.poll(&counting_cx) == .pending); // Now a clone.
     try testing.expectEqual(@as(i32, 2), counter.outstanding());
-    try testing.expect(waiter.poll(&task_cx) == .pending); // Back to the task: clone dropped.
+    try testing.expect(waiter.poll(task_cx) == .pending); // Back to the task: clone dropped.
     try testing.expectEqual(@as(i32, 1), counter.outstanding());
     try testing.expect(waiter.poll(&counting_cx) == .pending);
     waiter.cancel(); // Drops the clone.
     try testing.expectEqual(@as(i32, 1), counter.outstanding());
-    try testing.expectEqual(@as(u32, 0), futex.wake(&word, 1));
+    try testing.expectEqual(@as(u32, 0), futex.wake(word, 1));
     try testing.expectEqual(@as(u32, 0), counter.wakeCount());
 }
