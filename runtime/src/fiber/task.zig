@@ -95,7 +95,7 @@ pub const Task = struct {
         const context_offset = context_alignment.forward(@sizeOf(Task));
         const result_offset = result_alignment.forward(context_offset + context.len);
         const len = @max(result_offset + result_len, @sizeOf(Task));
-        const taken: ?TaskBlocks.Taken = if (TaskBlocks.fits(len, alignment)) try TaskBlocks.allocFor(scheduler, allocator) else null;
+        const taken: ?TaskBlocks.Taken = if (TaskBlocks.fits(len, alignment)) try Worker.allocTaskBlock(scheduler, allocator) else null;
         const is_block = taken != null;
         const home = if (taken) |t| t.home else TaskBlocks.home_none;
         const memory: [*]u8 = if (taken) |t| t.block else allocator.rawAlloc(len, alignment, @returnAddress()) orelse return error.OutOfMemory;
@@ -129,7 +129,7 @@ pub const Task = struct {
     /// Frees a task's memory (a block into the calling worker's cache when it has room).
     fn freeMemory(allocator: Allocator, scheduler: *const Header.Scheduler, memory: [*]u8, len: usize, alignment: Alignment, is_block: bool, home: u16) void {
         if (!is_block) return allocator.rawFree(memory[0..len], alignment, @returnAddress());
-        TaskBlocks.freeFor(scheduler, allocator, @alignCast(memory), home);
+        Worker.freeTaskBlock(scheduler, allocator, @alignCast(memory), home);
     }
 
     fn freeSelf(self: *Task) void {

@@ -13,7 +13,9 @@
 //! ## Rules
 //!
 //! - One cache per worker, touched only by that worker's thread (and by `deinit`, after the
-//!   workers have exited): no atomics and no lock. Only workers make blocks: a task created on
+//!   workers have exited): no atomics and no lock. `Worker.allocTaskBlock` and
+//!   `Worker.freeTaskBlock` pick the cache (this file imports no scheduler code, so that
+//!   `Shared` can hold the return lists). Only workers make blocks: a task created on
 //!   any other thread (a blocking-pool task, a spawn from `blockOn`'s thread) is allocated at
 //!   its exact size. A block freed on a thread that is not one of the runtime's workers (a
 //!   blocking thread, a thread that dropped the last waker after the runtime stopped) goes
@@ -42,9 +44,6 @@ const std = @import("std");
 const assert = std.debug.assert;
 const Allocator = std.mem.Allocator;
 const Alignment = std.mem.Alignment;
-
-const Header = @import("../task/Header.zig");
-const Worker = @import("Worker.zig");
 
 const TaskBlocks = @This();
 
@@ -140,35 +139,8 @@ pub fn release(allocator: Allocator, memory: Block) void {
     allocator.rawFree(memory[0..block_bytes], block_alignment, @returnAddress());
 }
 
+/// A block and its home worker (`Worker.allocTaskBlock`).
 pub const Taken = struct { block: Block, home: u16 };
-
-/// A block for a task of the runtime whose task scheduler is `scheduler`, when the caller is
-/// one of its workers (that worker is the block's home): from the worker's cache, else its
-/// return list, else `allocator`. Null on any other thread: the caller allocates the task's
-/// exact size instead (blocks are only ever made by workers, so a blocking-pool task or a
-/// spawn from a plain thread never holds 512 bytes for a smaller task).
-pub fn allocFor(scheduler: *const Header.Scheduler, allocator: Allocator) Allocator.Error!?Taken {
-    const worker = Worker.currentFor(scheduler) orelse return null;
-    const home: u16 = @intCast(worker.index);
-    const returned = &worker.shared.remotes[worker.index].blocks_returned;
-    if (worker.task_blocks.popOrReclaim(returned, allocator)) |block| return .{ .block = block, .home = home };
-    return .{ .block = allocate(allocator) orelse return error.OutOfMemory, .home = home };
-}
-
-/// Frees a block (of home `home`, a worker of the runtime whose task scheduler is
-/// `scheduler`): into the calling worker's cache if it is the home and there is room, onto
-/// the home's return list if the caller is another of the runtime's workers, else to
-/// `allocator`.
-pub fn freeFor(scheduler: *const Header.Scheduler, allocator: Allocator, block: Block, home: u16) void {
-    assert(home != home_none);
-    const worker = Worker.currentFor(scheduler) orelse return release(allocator, block);
-    if (home == worker.index) {
-        if (!worker.task_blocks.push(block)) release(allocator, block);
-        return;
-    }
-    assert(home < worker.shared.remotes.len);
-    worker.shared.remotes[home].blocks_returned.push(block);
-}
 
 /// Frees the blocks left on a return list (the workers have exited).
 pub fn drainReturned(returned: *ReturnList, allocator: Allocator) void {

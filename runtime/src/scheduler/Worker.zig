@@ -162,6 +162,33 @@ pub fn currentFor(scheduler: *const Header.Scheduler) ?*Worker {
     return if (&worker.shared.task_scheduler == scheduler) worker else null;
 }
 
+/// A task block for a task of the runtime whose task scheduler is `scheduler` (`TaskBlocks`),
+/// when the caller is one of its workers (that worker is the block's home): from the worker's
+/// cache, else its return list, else `allocator`. Null on any other thread: the caller
+/// allocates the task's exact size instead (blocks are only ever made by workers, so a
+/// blocking-pool task or a spawn from a plain thread never holds 512 bytes for a smaller task).
+pub fn allocTaskBlock(scheduler: *const Header.Scheduler, allocator: std.mem.Allocator) std.mem.Allocator.Error!?TaskBlocks.Taken {
+    const worker = currentFor(scheduler) orelse return null;
+    const home: u16 = @intCast(worker.index);
+    const returned = &worker.shared.remotes[worker.index].blocks_returned;
+    if (worker.task_blocks.popOrReclaim(returned, allocator)) |block| return .{ .block = block, .home = home };
+    return .{ .block = TaskBlocks.allocate(allocator) orelse return error.OutOfMemory, .home = home };
+}
+
+/// Frees a task block of home `home` (a worker of the runtime whose task scheduler is
+/// `scheduler`): into the calling worker's cache if it is the home and there is room, onto the
+/// home's return list if the caller is another of the runtime's workers, else to `allocator`.
+pub fn freeTaskBlock(scheduler: *const Header.Scheduler, allocator: std.mem.Allocator, block: TaskBlocks.Block, home: u16) void {
+    assert(home != TaskBlocks.home_none);
+    const worker = currentFor(scheduler) orelse return TaskBlocks.release(allocator, block);
+    if (home == worker.index) {
+        if (!worker.task_blocks.push(block)) TaskBlocks.release(allocator, block);
+        return;
+    }
+    assert(home < worker.shared.remotes.len);
+    worker.shared.remotes[home].blocks_returned.push(block);
+}
+
 /// The worker running on the calling thread, of any runtime.
 pub fn current() ?*Worker {
     return current_worker;

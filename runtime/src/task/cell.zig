@@ -17,6 +17,7 @@ const Allocator = std.mem.Allocator;
 const future = @import("../future.zig");
 const Header = @import("Header.zig");
 const TaskBlocks = @import("../scheduler/TaskBlocks.zig");
+const Worker = @import("../scheduler/Worker.zig");
 
 pub const JoinError = error{Cancelled};
 
@@ -59,7 +60,7 @@ pub fn Cell(comptime F: type) type {
         /// Allocates the task; its state is `initial_state` (scheduled, three references).
         pub fn create(allocator: Allocator, f: F, scheduler: *const Header.Scheduler, id: u64) Allocator.Error!*Self {
             var home = TaskBlocks.home_none;
-            const taken: ?TaskBlocks.Taken = if (fits_block) try TaskBlocks.allocFor(scheduler, allocator) else null;
+            const taken: ?TaskBlocks.Taken = if (fits_block) try Worker.allocTaskBlock(scheduler, allocator) else null;
             const self: *Self = if (taken) |t| blk: {
                 home = t.home;
                 break :blk @ptrCast(t.block);
@@ -82,7 +83,7 @@ pub fn Cell(comptime F: type) type {
 
         fn freeMemory(self: *Self) void {
             if (self.header.block_home != TaskBlocks.home_none) {
-                TaskBlocks.freeFor(self.header.scheduler, self.allocator, @ptrCast(@alignCast(self)), self.header.block_home);
+                Worker.freeTaskBlock(self.header.scheduler, self.allocator, @ptrCast(@alignCast(self)), self.header.block_home);
             } else {
                 self.allocator.destroy(self);
             }
