@@ -63,8 +63,6 @@ pub const Task = struct {
     alignment: Alignment,
     context_offset: usize,
     result_offset: usize,
-    /// The allocation is a task block (`TaskBlocks`): `block_bytes` long, block-aligned.
-    is_block: bool,
     /// The fiber never ran to the end (killed): the result was never written.
     killed: bool = false,
     stack_released: bool = false,
@@ -96,10 +94,9 @@ pub const Task = struct {
         const result_offset = result_alignment.forward(context_offset + context.len);
         const len = @max(result_offset + result_len, @sizeOf(Task));
         const taken: ?TaskBlocks.Taken = if (TaskBlocks.fits(len, alignment)) try Worker.allocTaskBlock(scheduler, allocator) else null;
-        const is_block = taken != null;
         const home = if (taken) |t| t.home else TaskBlocks.home_none;
         const memory: [*]u8 = if (taken) |t| t.block else allocator.rawAlloc(len, alignment, @returnAddress()) orelse return error.OutOfMemory;
-        errdefer freeMemory(allocator, scheduler, memory, len, alignment, is_block, home);
+        errdefer freeMemory(allocator, scheduler, memory, len, alignment, home);
         try fibers.stacks.reserve();
         const self: *Task = @ptrCast(@alignCast(memory));
         // Field by field: a struct literal was built on the stack and copied in 64-byte moves
@@ -115,26 +112,26 @@ pub const Task = struct {
         self.alignment = alignment;
         self.context_offset = context_offset;
         self.result_offset = result_offset;
-        self.is_block = is_block;
         self.killed = false;
         self.stack_released = false;
         self.user = null;
         self.link = .{};
         self.on_done = null;
-        comptime assert(@typeInfo(Task).@"struct".fields.len == 15); // Every field set above.
+        comptime assert(@typeInfo(Task).@"struct".fields.len == 14); // Every field set above.
         @memcpy((memory + context_offset)[0..context.len], context);
         return self;
     }
 
-    /// Frees a task's memory (a block into the calling worker's cache when it has room).
-    fn freeMemory(allocator: Allocator, scheduler: *const Header.Scheduler, memory: [*]u8, len: usize, alignment: Alignment, is_block: bool, home: u16) void {
-        if (!is_block) return allocator.rawFree(memory[0..len], alignment, @returnAddress());
+    /// Frees a task's memory: a task block (`home` names its worker) through the block caches,
+    /// anything else (`home_none`) with the allocator at its exact size.
+    fn freeMemory(allocator: Allocator, scheduler: *const Header.Scheduler, memory: [*]u8, len: usize, alignment: Alignment, home: u16) void {
+        if (home == TaskBlocks.home_none) return allocator.rawFree(memory[0..len], alignment, @returnAddress());
         Worker.freeTaskBlock(scheduler, allocator, @alignCast(memory), home);
     }
 
     fn freeSelf(self: *Task) void {
         const memory: [*]u8 = @ptrCast(self);
-        freeMemory(self.allocator, self.header.scheduler, memory, self.len, self.alignment, self.is_block, self.header.block_home);
+        freeMemory(self.allocator, self.header.scheduler, memory, self.len, self.alignment, self.header.block_home);
     }
 
     pub fn fromHeader(header: *Header) *Task {
