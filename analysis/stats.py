@@ -60,7 +60,7 @@ import functools
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import Any, Callable, Literal, Sequence
 
 import numpy as np
 import scipy.stats as st
@@ -396,6 +396,23 @@ def _paired_log_ratios(baseline: np.ndarray, candidate: np.ndarray) -> np.ndarra
     return np.log(b) - np.log(c)
 
 
+def _paired_start(baseline: np.ndarray, candidate: np.ndarray, confidence: float,
+                  center: Callable[[np.ndarray], Any]) -> RatioCI | tuple[np.ndarray, float, float]:
+    """What both paired intervals begin with: the per-round log ratios d, the point estimate
+    log ratio = center(d) and its ratio — or the finished result when there is no ratio (no
+    complete round, a summary <= 0) or no interval (fewer than 2 rounds)."""
+    check_confidence(confidence)
+    d = _paired_log_ratios(baseline, candidate)
+    nan = math.nan
+    if d is None:
+        return RatioCI(nan, nan, nan, nan, nan, nan, nan, "no ratio (no complete round, or a summary <= 0)")
+    log_ratio = float(center(d))
+    ratio = math.exp(log_ratio)
+    if d.size < 2:
+        return RatioCI(ratio, nan, nan, log_ratio, nan, nan, nan, "no interval (fewer than 2 complete rounds)")
+    return d, log_ratio, ratio
+
+
 def paired_ratio_ci(baseline: np.ndarray, candidate: np.ndarray, confidence: float = DEFAULT_CONFIDENCE,
                     within_se: float = 0.0) -> RatioCI:
     """baseline / candidate from per-round summaries (aligned: element k of both is round k).
@@ -404,16 +421,12 @@ def paired_ratio_ci(baseline: np.ndarray, candidate: np.ndarray, confidence: flo
     degrees of freedom; its SE is floored by `within_se` (the SE the iterations imply, see the
     module doc). No interval with fewer than 2 rounds, a summary <= 0, or no variation at all.
     """
-    check_confidence(confidence)
-    d = _paired_log_ratios(baseline, candidate)
-    nan = math.nan
-    if d is None:
-        return RatioCI(nan, nan, nan, nan, nan, nan, nan, "no ratio (no complete round, or a summary <= 0)")
+    start = _paired_start(baseline, candidate, confidence, np.mean)
+    if isinstance(start, RatioCI):
+        return start
+    d, log_ratio, ratio = start
     k = d.size
-    log_ratio = float(d.mean())
-    ratio = math.exp(log_ratio)
-    if k < 2:
-        return RatioCI(ratio, nan, nan, log_ratio, nan, nan, nan, "no interval (fewer than 2 complete rounds)")
+    nan = math.nan
     spread = 0.0 if np.ptp(d) < 1e-12 else float(np.std(d, ddof=1))  # equal up to rounding: none
     se = max(spread / math.sqrt(k), within_se)
     if se == 0.0:
@@ -439,16 +452,12 @@ def paired_median_ratio_ci(baseline: np.ndarray, candidate: np.ndarray, confiden
     of the ranks' exact coverage (what geometric_mean_ci combines). No interval with fewer than 2 rounds, a
     summary <= 0, or no variation at all.
     """
-    check_confidence(confidence)
-    d = _paired_log_ratios(baseline, candidate)
-    nan = math.nan
-    if d is None:
-        return RatioCI(nan, nan, nan, nan, nan, nan, nan, "no ratio (no complete round, or a summary <= 0)")
+    start = _paired_start(baseline, candidate, confidence, np.median)
+    if isinstance(start, RatioCI):
+        return start
+    d, log_ratio, ratio = start
     k = d.size
-    log_ratio = float(np.median(d))
-    ratio = math.exp(log_ratio)
-    if k < 2:
-        return RatioCI(ratio, nan, nan, log_ratio, nan, nan, nan, "no interval (fewer than 2 complete rounds)")
+    nan = math.nan
     if np.ptp(d) < 1e-12 and within_se == 0.0:
         return RatioCI(ratio, nan, nan, log_ratio, nan, nan, nan,
                        f"no interval ({NO_VARIATION}: the uncertainty cannot be estimated)")

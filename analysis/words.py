@@ -75,10 +75,14 @@ def counts_sentence(part: dict[str, Any], candidate: str, baseline: str) -> str:
     if n_like < k:
         every = part.get("all_counts", {})
         left = part.get("not_like_for_like", [])
-        text += (f"; {k - n_like} more compared rows are not like for like and not counted ({', '.join(left)}; "
+        more = k - n_like
+        rows_are = "row is" if more == 1 else "rows are"
+        text += (f"; {more} more compared {rows_are} not like for like and not counted ({', '.join(left)}; "
                  f"all {k} together: {cn} wins {every.get('win', 0)}, {bn} wins {every.get('loss', 0)})")
     if total > k:
-        text += f"; {total - k} more have data for only one runtime and are not compared"
+        one_only = total - k
+        text += (f"; {one_only} more {'has' if one_only == 1 else 'have'} data for only one runtime and "
+                 f"{'is' if one_only == 1 else 'are'} not compared")
     return text + "."
 
 

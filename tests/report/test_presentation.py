@@ -414,6 +414,18 @@ def test_history_of_one_runtime_runs_and_of_nothing(tokio_only_run, tmp_path):
 
 # -- words and tables -------------------------------------------------------------------------
 
+def test_counts_sentence_agrees_in_number():
+    part = {"counts": {"win": 2, "loss": 0, "tie": 0, "inconclusive": 0}, "n_compared": 3, "n_like_for_like": 2,
+            "n_benchmarks": 4, "all_counts": {"win": 3, "loss": 0}, "not_like_for_like": ["oneshot"]}
+    one = words.counts_sentence(part, "ampere", "tokio")
+    assert "1 more compared row is not like for like" in one
+    assert "1 more has data for only one runtime and is not compared" in one
+    part.update(n_compared=4, n_like_for_like=2, n_benchmarks=6, not_like_for_like=["oneshot", "echo_f64 n=1"])
+    two = words.counts_sentence(part, "ampere", "tokio")
+    assert "2 more compared rows are not like for like" in two
+    assert "2 more have data for only one runtime and are not compared" in two
+
+
 def test_headline_in_words(two_runtime_run):
     data, _ = two_runtime_run
     _, cmp = comparison(data)
