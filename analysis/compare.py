@@ -127,7 +127,7 @@ def compare(run: Run | str = "latest", baseline: str = "tokio", candidate: str =
     return Comparison(run_id=run.run_id, baseline=baseline, candidate=candidate, tie_band=tie_band,
                       confidence=confidence, benchmarks=benchmarks, runtimes=runtimes, invocations=invocations,
                       echo=echo_table(benchmarks, runtimes), diagnostics=diagnostics,
-                      summary=summarize(benchmarks, names, confidence, compared), compared=compared, modes=modes)
+                      summary=summarize(benchmarks, names, confidence, compared, tie_band), compared=compared, modes=modes)
 
 
 def implied_workers(rows: pd.DataFrame, num_workers: int | None) -> pd.DataFrame:
@@ -170,7 +170,7 @@ def diff_runs(a: Run | str, b: Run | str, runtime: str = "ampere", tie_band: flo
     return Comparison(run_id=f"{run_a.run_id}..{run_b.run_id}", baseline="A", candidate="B", tie_band=tie_band,
                       confidence=confidence, benchmarks=benchmarks, runtimes=runtimes, invocations=invocations,
                       echo=echo_table(benchmarks, runtimes), diagnostics=diagnostics,
-                      summary=summarize(benchmarks, names, confidence, True), compared=True,
+                      summary=summarize(benchmarks, names, confidence, True, tie_band), compared=True,
                       extra={"runtime": runtime, "run_a": run_a.run_id, "run_b": run_b.run_id}, modes=modes)
 
 

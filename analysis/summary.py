@@ -118,7 +118,8 @@ def is_control(frame: pd.DataFrame) -> pd.Series:
     return (frame["suite"] == "micro") & (frame["tier"] == 0)
 
 
-def summarize(benchmarks: pd.DataFrame, names: tuple[str, str], confidence: float, compared: bool) -> dict[str, Any]:
+def summarize(benchmarks: pd.DataFrame, names: tuple[str, str], confidence: float, compared: bool,
+              tie_band: float) -> dict[str, Any]:
     frame = benchmarks[benchmarks["headline"].astype(bool)]
     control = is_control(frame)
     summary = scope_summary(frame[~control], names, confidence)
@@ -130,7 +131,7 @@ def summarize(benchmarks: pd.DataFrame, names: tuple[str, str], confidence: floa
     summary["controls"] = {r["benchmark"]: r["verdict"] for r in frame[control].to_dict("records")}
     summary["control_ratios"] = {r["benchmark"]: [r["ratio"], r["ratio_ci_low"], r["ratio_ci_high"]]
                                  for r in frame[control].to_dict("records")}
-    summary["lines"] = summary_lines(names, summary) if compared else [
+    summary["lines"] = summary_lines(names, summary, tie_band) if compared else [
         f"not compared: the run has data for only one of {names[1]} and {names[0]}"]
     return summary
 
@@ -184,7 +185,7 @@ def control_band(low: float, high: float) -> float:
     return math.exp(max(abs(math.log(low)), abs(math.log(high)))) - 1
 
 
-def controls_line(controls: dict[str, Any], ratios: dict[str, list[float]], tie_band: float = 0.05) -> str:
+def controls_line(controls: dict[str, Any], ratios: dict[str, list[float]], tie_band: float) -> str:
     """The controls in one line: each with its ratio, interval and the band the interval fits in."""
     parts = []
     for name, verdict in controls.items():
@@ -202,8 +203,9 @@ def controls_line(controls: dict[str, Any], ratios: dict[str, list[float]], tie_
             "tie band, so the harnesses are not shown to agree to that precision")
 
 
-def summary_lines(names: tuple[str, str], summary: dict[str, Any]) -> list[str]:
-    """Seed-style lines, one block per suite scope (micro tiers 1-4, echo, net), then controls."""
+def summary_lines(names: tuple[str, str], summary: dict[str, Any], tie_band: float) -> list[str]:
+    """Seed-style lines, one block per suite scope (micro tiers 1-4, echo, net), then controls
+    (whose verdicts were given with `tie_band`, the comparison's)."""
     b, c = names
     bn, cn = schema.display_name(b), schema.display_name(c)
     lines = []
@@ -243,5 +245,5 @@ def summary_lines(names: tuple[str, str], summary: dict[str, Any]) -> list[str]:
                      f"({_times(ta[c], ta[b], 'fewer', 'more')})")
     controls = summary["controls"]
     if controls:
-        lines.append(controls_line(controls, summary.get("control_ratios", {})))
+        lines.append(controls_line(controls, summary.get("control_ratios", {}), tie_band))
     return lines

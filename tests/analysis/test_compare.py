@@ -379,6 +379,9 @@ def test_inconclusive_control_is_reported_as_unresolved_not_as_different_harness
     assert line.startswith("controls: floor_fetch_add inconclusive (") and ", within ±" in line
     assert line.endswith("not shown to tie within ±5%: the intervals are wider than the tie band, so the harnesses "
                          "are not shown to agree to that precision")
+    # the line names the band the verdicts were given with, not the default
+    wide = compare("latest", data_dir=data, tie_band=0.2).summary["lines"][-1]
+    assert "within ±20%" in wide and "±5%" not in wide
 
 
 # -- diff and history ---------------------------------------------------------------------------
