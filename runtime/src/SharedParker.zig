@@ -142,12 +142,12 @@ fn fromData(data: ?*anyopaque) *SharedParker {
     return @ptrCast(@alignCast(data.?));
 }
 
-fn wakerClone(data: ?*anyopaque) Waker {
+fn wakerClone(data: ?*anyopaque) ?*anyopaque {
     const self = fromData(data);
     // Monotonic: the caller holds a reference, so the parker stays alive (see the module doc).
     const before = self.refs.fetchAdd(1, .monotonic);
     assert(before > 0 and before < std.math.maxInt(u32));
-    return .{ .data = self, .vtable = &vtable };
+    return self;
 }
 
 fn wakerWake(data: ?*anyopaque) void {

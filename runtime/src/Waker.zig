@@ -24,8 +24,12 @@ data: ?*anyopaque,
 vtable: *const VTable,
 
 pub const VTable = struct {
-    /// Returns a new owned waker for the same target. The original stays valid.
-    clone: *const fn (data: ?*anyopaque) Waker,
+    /// Makes a new owned reference to the same target and returns its data pointer (the new
+    /// waker has this same vtable). The original stays valid. A pointer, not a `Waker`: a
+    /// returned 16-byte struct came back through memory and was read back at once with one
+    /// wide load over the callee's two narrow stores (a store-forwarding stall on every
+    /// `await` that registers a join waker).
+    clone: *const fn (data: ?*anyopaque) ?*anyopaque,
     /// Wakes the target and releases the reference (consumes the waker).
     wake: *const fn (data: ?*anyopaque) void,
     /// Wakes the target; the reference stays owned by the caller.
@@ -35,7 +39,7 @@ pub const VTable = struct {
 };
 
 pub fn clone(self: *const Waker) Waker {
-    return self.vtable.clone(self.data);
+    return .{ .data = self.vtable.clone(self.data), .vtable = self.vtable };
 }
 
 pub fn wake(self: Waker) void {
@@ -68,9 +72,9 @@ const noop_vtable = VTable{
     .drop = noopWake,
 };
 
-fn noopClone(data: ?*anyopaque) Waker {
+fn noopClone(data: ?*anyopaque) ?*anyopaque {
     std.debug.assert(data == null);
-    return noop();
+    return null;
 }
 
 fn noopWake(data: ?*anyopaque) void {
@@ -108,8 +112,8 @@ pub const Counting = struct {
         return @ptrCast(@alignCast(data.?));
     }
 
-    fn countingClone(data: ?*anyopaque) Waker {
-        return from(data).waker();
+    fn countingClone(data: ?*anyopaque) ?*anyopaque {
+        return from(data).waker().data;
     }
 
     /// The reference is released before the wake is counted: a test that sees the wake

@@ -92,6 +92,24 @@ pub fn init(body: *const fn (fiber: *Fiber) void) Fiber {
     return .{ .body = body };
 }
 
+/// `self.* = init(body)`, field by field: the literal was built on the stack and copied in with
+/// 64-byte moves that read it back right after its own narrower stores (a store-forwarding
+/// stall on every fiber spawn).
+pub fn initInPlace(self: *Fiber, body: *const fn (fiber: *Fiber) void) void {
+    self.context = undefined;
+    self.caller = null;
+    self.cx = null;
+    self.stack = null;
+    self.status = .fresh;
+    self.waiting = null;
+    self.body = body;
+    self.cancel_status = .init(.none);
+    self.protection = .unblocked;
+    self.tsan_fiber = arch.tsan_none;
+    self.tsan_caller = arch.tsan_none;
+    comptime assert(@typeInfo(Fiber).@"struct".fields.len == 11); // Every field set above.
+}
+
 /// Gives a fresh fiber the stack it will run on (before its first `resumeOnce`).
 pub fn attachStack(self: *Fiber, stack: Stack) void {
     assert(self.status == .fresh and self.stack == null);
@@ -119,7 +137,7 @@ pub fn resumeOnce(self: *Fiber, cx: *future.Context) void {
     const saved_fiber = running;
     const saved_stack = overflow.running;
     running = self;
-    overflow.running = self.stack.?;
+    overflow.running = &self.stack.?;
     if (arch.tsan_enabled) {
         if (self.tsan_fiber == null) self.tsan_fiber = arch.tsanCreate();
         self.tsan_caller = arch.tsanCurrent();

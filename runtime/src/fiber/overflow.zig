@@ -36,8 +36,11 @@ pub const message = "fiber stack overflow";
 /// How far below the usable stack a stack pointer still counts as this fiber's overflow.
 pub const reach_bytes: usize = 1 << 20;
 
-/// The stack of the fiber running on this thread (null outside fibers).
-pub threadlocal var running: ?Stack = null;
+/// The stack of the fiber running on this thread (null outside fibers): the fiber's own
+/// `stack` field, which lives while the fiber runs. A pointer, not a copy: a copy was a 24-byte
+/// load right after `attachStack`'s narrower stores to the same bytes (a store-forwarding stall
+/// per fiber start).
+pub threadlocal var running: ?*const Stack = null;
 
 var install_state: std.atomic.Value(u8) = .init(0); // 0 not installed, 1 installing, 2 done
 var previous_segv: linux.Sigaction = undefined;
@@ -71,7 +74,7 @@ fn sigaction(sig: linux.SIG, action: *const linux.Sigaction, previous: *linux.Si
 fn handle(sig: linux.SIG, info: *const linux.siginfo_t, context: ?*anyopaque) callconv(.c) void {
     const address = @intFromPtr(info.fields.sigfault.addr);
     if (running) |stack| {
-        if (stack.inGuard(address) or pastEnd(stack, stackPointer(context))) report(stack, address);
+        if (stack.inGuard(address) or pastEnd(stack.*, stackPointer(context))) report(stack.*, address);
     }
     forward(sig, info, context);
 }

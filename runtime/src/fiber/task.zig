@@ -104,7 +104,7 @@ pub const Task = struct {
         // spawn, a quarter of `create`'s samples).
         self.header = Header.init(vtable, scheduler, id);
         self.header.block_home = home;
-        self.fiber = Fiber.init(body);
+        self.fiber.initInPlace(body);
         self.allocator = allocator;
         self.fibers = fibers;
         self.start = start;

@@ -407,10 +407,10 @@ fn fromData(data: ?*anyopaque) *Header {
     return @ptrCast(@alignCast(data.?));
 }
 
-fn wakerClone(data: ?*anyopaque) Waker {
+fn wakerClone(data: ?*anyopaque) ?*anyopaque {
     const self = fromData(data);
     self.refInc();
-    return self.borrowedWaker();
+    return self;
 }
 
 fn wakerWake(data: ?*anyopaque) void {

@@ -324,8 +324,8 @@ const LockProbe = struct {
         return @ptrCast(@alignCast(data.?));
     }
 
-    fn clone(data: ?*anyopaque) Waker {
-        return from(data).waker();
+    fn clone(data: ?*anyopaque) ?*anyopaque {
+        return from(data).waker().data;
     }
 
     fn wakeByRef(data: ?*anyopaque) void {
