@@ -197,6 +197,20 @@ pub fn wait(self: *Futex, ptr: *const u32, expected: u32) Wait {
     return .{ .futex = self, .ptr = ptr, .expected = expected };
 }
 
+/// `wait.* = self.wait(ptr, expected)`, field by field, for a future that is polled where it
+/// is built (a fiber's wait): copying a literal just built on the stack read it back with one
+/// 64-byte load over its narrower stores (a store-forwarding stall per futex wait).
+pub fn initWait(self: *Futex, wait_out: *Wait, ptr: *const u32, expected: u32) void {
+    wait_out.futex = self;
+    wait_out.ptr = ptr;
+    wait_out.expected = expected;
+    wait_out.node = .{};
+    wait_out.target = .none;
+    wait_out.woken = .init(false);
+    wait_out.state = .idle;
+    comptime std.debug.assert(@typeInfo(Wait).@"struct".fields.len == 7); // Every field set above.
+}
+
 /// Wakes up to `max_waiters` waiters on `ptr`, oldest first. Returns how many it woke.
 pub fn wake(self: *Futex, ptr: *const u32, max_waiters: u32) u32 {
     const bucket = self.bucketOf(ptr);

@@ -75,8 +75,17 @@ pub fn sleep(userdata: ?*anyopaque, timeout: std.Io.Timeout) std.Io.Cancelable!v
 
 pub fn futexWait(userdata: ?*anyopaque, ptr: *const u32, expected: u32, timeout: std.Io.Timeout) std.Io.Cancelable!void {
     const self = AmpereIo.fromUserdata(userdata);
+    const deadline = monotonicDeadlineNs(timeout);
+    if (deadline == null) {
+        if (Fiber.current()) |fiber| {
+            // Built where it is polled (`Futex.initWait`), not copied in.
+            var pinned: Futex.Wait = undefined;
+            self.futex.initWait(&pinned, ptr, expected);
+            return fiber.awaitCancelable(&pinned);
+        }
+    }
     const wait = self.futex.wait(ptr, expected);
-    const deadline_ns = monotonicDeadlineNs(timeout) orelse return self.waitCancelable(wait);
+    const deadline_ns = deadline orelse return self.waitCancelable(wait);
     const timed = time.Timeout(Futex.Wait){ .inner = wait, .timer = sleep_future.sleepUntil(deadline_ns) };
     (try self.waitCancelable(timed)) catch |err| switch (err) {
         error.Timeout => {}, // A spurious wake-up, as far as futex callers can tell.
@@ -85,6 +94,11 @@ pub fn futexWait(userdata: ?*anyopaque, ptr: *const u32, expected: u32, timeout:
 
 pub fn futexWaitUncancelable(userdata: ?*anyopaque, ptr: *const u32, expected: u32) void {
     const self = AmpereIo.fromUserdata(userdata);
+    if (Fiber.current()) |fiber| {
+        var pinned: Futex.Wait = undefined; // As in `futexWait`.
+        self.futex.initWait(&pinned, ptr, expected);
+        return fiber.awaitFuture(&pinned);
+    }
     self.waitUncancelable(self.futex.wait(ptr, expected));
 }
 
