@@ -17,6 +17,31 @@
 //! wake sets `notified` and the worker re-queues the task once the switch is complete. The
 //! fiber's stack is touched only by the thread that holds `running`.
 //!
+//! ## Direct hand-off
+//!
+//! When a fiber suspends on a worker whose LIFO slot holds another fiber task (the task it
+//! just woke, typically: a queue partner, a spawned child), switching back to the worker's
+//! stack only to switch to that fiber at once costs two switches and a trip through the
+//! worker loop per message. Instead the suspending fiber asks the task layer for a successor
+//! (`Handoff.successor`, `Worker.takeHandoff`): the LIFO task, made `running` and counted as
+//! a poll of the LIFO chain (so `lifo_polls_max` and the cooperative budget bound a chain of
+//! hand-offs exactly as they bound the worker's LIFO loop), with its stack attached. The
+//! suspending fiber then switches straight to it (`switchToPeer`), handing over the worker's
+//! resume context: the successor returns to the worker's `resumeOnce` when it suspends in
+//! turn (or hands off again), and the worker's `pollTask` finishes whichever task came back
+//! (`Worker.polled` names it).
+//!
+//! The one thing the suspending fiber cannot do itself is its own post-poll transition
+//! (`running` -> idle, or re-queue if it was woken meanwhile): until it is off its stack, no
+//! other thread may resume it. So the transition is owed (`Worker.handoff_from`) and the
+//! fiber switched to makes it first thing on landing (`Handoff.landed`: after the switch in
+//! `suspendNow`, and at the top of `main` for a fiber that never ran). Until then the task is
+//! `running`, so a wake in between sets `notified` and the landing re-queues it — the same
+//! race, resolved the same way, as a wake during an ordinary poll. Invariants: a hand-off
+//! happens only on the worker's own thread, only from the fiber its `pollTask` is running,
+//! and at most one transition is owed at a time (every landing pays it before the fiber's
+//! own code runs; `pollTask` asserts none is left when the chain returns).
+//!
 //! ## Thread-locals
 //!
 //! A fiber may suspend on one worker and resume on another. Compilers treat the address of a
@@ -78,6 +103,21 @@ cancel_status: std.atomic.Value(CancelStatus) = .init(.none),
 protection: Protection = .unblocked,
 tsan_fiber: arch.TsanFiber = arch.tsan_none,
 tsan_caller: arch.TsanFiber = arch.tsan_none,
+/// The scheduler's direct hand-off (see "Direct hand-off"); null: always switch back to the
+/// resumer.
+handoff: ?*const Handoff = null,
+
+/// How a suspending fiber hands the thread straight to the next one (the task layer provides
+/// it: `fiber/task.zig`). Both functions run on the worker's thread, on a fiber's stack.
+pub const Handoff = struct {
+    /// On the suspending (or finishing) fiber's stack, `from` already `suspended` or
+    /// `finished`: the fiber to run next on this thread, prepared (`prepareSuccessor`), or
+    /// null to switch back to the resumer.
+    successor: *const fn (from: *Fiber) ?*Fiber,
+    /// First thing on the stack of a fiber that was switched to directly: finishes what the
+    /// scheduler owed the fiber that switched to it (its post-poll transition).
+    landed: *const fn () void,
+};
 
 const Wait = struct {
     future: *anyopaque,
@@ -107,7 +147,8 @@ pub fn initInPlace(self: *Fiber, body: *const fn (fiber: *Fiber) void) void {
     self.protection = .unblocked;
     self.tsan_fiber = arch.tsan_none;
     self.tsan_caller = arch.tsan_none;
-    comptime assert(@typeInfo(Fiber).@"struct".fields.len == 11); // Every field set above.
+    self.handoff = null;
+    comptime assert(@typeInfo(Fiber).@"struct".fields.len == 12); // Every field set above.
 }
 
 /// Gives a fresh fiber the stack it will run on (before its first `resumeOnce`).
@@ -127,7 +168,7 @@ pub noinline fn current() ?*Fiber {
 
 /// Runs the fiber until it suspends or finishes. `cx` is the poll's context; it stays valid
 /// until this returns.
-pub fn resumeOnce(self: *Fiber, cx: *future.Context) void {
+pub fn resumeOnce(self: *Fiber, cx: *future.Context) *Fiber {
     assert(self.status == .fresh or self.status == .suspended);
     assert(self.stack != null);
     var caller_context: arch.Context = undefined;
@@ -144,12 +185,15 @@ pub fn resumeOnce(self: *Fiber, cx: *future.Context) void {
         arch.tsanSwitch(self.tsan_fiber);
     }
     arch.switchTo(&caller_context, &self.context);
-    // Back on this thread, on the worker's stack: the fiber suspended or finished.
+    // Back on this thread, on the worker's stack: the fiber that switched back (this one, or
+    // one it handed the thread to) suspended or finished.
+    const back = running.?;
     running = saved_fiber;
     overflow.running = saved_stack;
-    self.caller = null;
-    self.cx = null;
-    assert(self.status == .suspended or self.status == .finished);
+    back.caller = null;
+    back.cx = null;
+    assert(back.status == .suspended or back.status == .finished);
+    return back;
 }
 
 /// After the fiber finished or was killed: releases its TSan fiber. The caller releases the
@@ -175,6 +219,7 @@ pub fn kill(self: *Fiber) void {
 
 fn main(message: *const arch.Switch) callconv(.c) noreturn {
     const self: *Fiber = @fieldParentPtr("context", message.new);
+    if (self.handoff) |handoff| handoff.landed();
     self.body(self);
     self.status = .finished;
     // The last switch: the resumer releases the stack once it is back on its own.
@@ -183,13 +228,59 @@ fn main(message: *const arch.Switch) callconv(.c) noreturn {
     unreachable;
 }
 
-/// Switches back to the resumer; returns when the fiber is resumed (on any thread).
+/// Switches to the next fiber of this thread (`Handoff.successor`) or back to the resumer;
+/// returns when the fiber is resumed (on any thread).
 noinline fn suspendNow(self: *Fiber) void {
     assert(self.status == .running);
     self.status = .suspended;
+    const handoff = self.handoff orelse return self.switchToCaller();
+    const next = handoff.successor(self) orelse return self.switchToCaller();
+    self.switchToPeer(next);
+    // Resumed by a worker (nothing owed) or by a peer (its transition is owed).
+    handoff.landed();
+    assert(self.status == .running);
+}
+
+fn switchToCaller(self: *Fiber) void {
     if (arch.tsan_enabled) arch.tsanSwitch(self.tsan_caller);
     arch.switchTo(&self.context, self.caller.?);
+    // Resumed by a worker, or by a peer: see `suspendNow`.
+    if (self.handoff) |handoff| handoff.landed();
     assert(self.status == .running);
+}
+
+/// Hands this thread to `next` (prepared by `Handoff.successor`): it inherits the resumer's
+/// context, so the resumer's `resumeOnce` returns when `next` (or a fiber it hands to)
+/// switches back.
+fn switchToPeer(self: *Fiber, next: *Fiber) void {
+    assert(next != self);
+    assert(next.status == .running and next.stack != null);
+    next.caller = self.caller;
+    self.caller = null;
+    self.cx = null;
+    setRunning(next);
+    if (arch.tsan_enabled) {
+        if (next.tsan_fiber == null) next.tsan_fiber = arch.tsanCreate();
+        next.tsan_caller = self.tsan_caller;
+        arch.tsanSwitch(next.tsan_fiber);
+    }
+    arch.switchTo(&self.context, &next.context);
+}
+
+/// The thread-locals of the fiber now running on this thread (before a direct switch: never
+/// inlined into a function that suspends).
+noinline fn setRunning(next: *Fiber) void {
+    running = next;
+    overflow.running = &next.stack.?;
+}
+
+/// Marks a fiber that a peer is about to switch to as running with the poll context `cx`
+/// (`Handoff.successor`, on the worker's thread; the scheduler made its task `running`).
+pub fn prepareSuccessor(self: *Fiber, cx: *future.Context) void {
+    assert(self.status == .fresh or self.status == .suspended);
+    assert(self.stack != null);
+    self.cx = cx;
+    self.status = .running;
 }
 
 /// Polls `f` (a pointer to a future) until it is ready, suspending the fiber in between.

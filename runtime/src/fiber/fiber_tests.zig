@@ -348,3 +348,131 @@ test "only workers make task blocks: a spawn from a plain thread allocates the t
     try testing.expect(after.bytes - before.bytes < TaskBlocks.block_bytes);
     try testing.expectEqual(@as(u64, 7), try rt.blockOn(handle));
 }
+
+// -- direct hand-off (Fiber.zig, "Direct hand-off") --------------------------------------------
+
+/// Echoes every value back until its inbox closes.
+fn echoBack(inbox: Channel.Receiver, outbox: Channel.Sender) void {
+    var rx = inbox;
+    defer rx.deinit();
+    var tx = outbox;
+    defer tx.deinit();
+    while (fiber.await(rx.recv())) |value| fiber.await(tx.send(value)) catch unreachable else |_| {}
+}
+
+/// Where a ping-pong records its progress and, at round `observer_round`, spawns an observer
+/// (into its worker's queue, behind the pair) that reads the progress when it runs.
+const Watch = struct {
+    progress: std.atomic.Value(u64) = .init(0),
+    observer_round: u64 = std.math.maxInt(u64),
+    observer: ?ampere.JoinHandle(u64) = null,
+};
+
+/// Sends 0..rounds-1 and checks every echo; returns the number of echoes received.
+fn pingRounds(outbox: Channel.Sender, inbox: Channel.Receiver, rounds: u64, watch: *Watch) u64 {
+    var tx = outbox;
+    var rx = inbox;
+    defer rx.deinit();
+    var received: u64 = 0;
+    for (0..rounds) |round| {
+        if (round == watch.observer_round) watch.observer = Runtime.current().?.spawnFiber(observe, .{&watch.progress}) catch unreachable;
+        fiber.await(tx.send(round)) catch unreachable;
+        const echoed = fiber.await(rx.recv()) catch unreachable;
+        if (echoed == round) received += 1;
+        watch.progress.store(round + 1, .monotonic);
+    }
+    tx.deinit(); // Closes the echo fiber's inbox.
+    return received;
+}
+
+fn observe(progress: *std.atomic.Value(u64)) u64 {
+    return progress.load(.monotonic);
+}
+
+test "a fiber ping-pong on one worker hands off directly, within the LIFO cap" {
+    const rt = try newRuntime(1);
+    defer rt.deinit();
+    const there_tx, const there_rx = try Channel.init(testing.allocator, 1);
+    const back_tx, const back_rx = try Channel.init(testing.allocator, 1);
+    const rounds: u64 = @max(100, ampere_testing.scaled(20_000, 500));
+    // Queued behind the pair at round 10: the LIFO cap (hand-offs count as LIFO polls) must let
+    // it run within a chain or two, not when the pair is done.
+    var watch = Watch{ .observer_round = 10 };
+    const echo = try rt.spawnFiber(echoBack, .{ there_rx, back_tx });
+    const ping = try rt.spawnFiber(pingRounds, .{ there_tx, back_rx, rounds, &watch });
+    try testing.expectEqual(rounds, try rt.blockOn(ping));
+    try rt.blockOn(echo);
+    const seen = try rt.blockOn(watch.observer.?);
+    try testing.expect(seen >= 10 and seen <= 10 + 2 * Worker.lifo_polls_max);
+    const total = rt.metrics().total();
+    // Most hops are hand-offs (each LIFO chain of lifo_polls_max polls ends with one through
+    // the worker); every hand-off is a LIFO poll.
+    try testing.expect(total.get(.handoffs) >= rounds);
+    try testing.expect(total.get(.handoffs) <= total.get(.lifo_hits));
+    try testing.expectEqual(@as(usize, 0), rt.fibers.stacks.inUse());
+}
+
+fn markRan(ran: *bool) void {
+    ran.* = true;
+}
+
+/// Spawns a fiber (into the LIFO slot), aborts it, then awaits it: the suspension finds the
+/// aborted fiber as the hand-off candidate and must cancel it instead of running it.
+fn spawnAbortAwait(ran: *bool) bool {
+    const rt = Runtime.current().?;
+    const child = rt.spawnFiber(markRan, .{ran}) catch unreachable;
+    child.abort();
+    fiber.await(child) catch |err| return err == error.Cancelled;
+    return false;
+}
+
+test "a hand-off candidate whose abort came first is cancelled, never run" {
+    const rt = try newRuntime(1);
+    defer rt.deinit();
+    var ran = false;
+    try testing.expect(try rt.blockOn(try rt.spawnFiber(spawnAbortAwait, .{&ran})));
+    try testing.expect(!ran);
+    try testing.expectEqual(@as(usize, 0), rt.fibers.stacks.inUse());
+}
+
+/// Spawns a fiber (into the LIFO slot), then yields: the yield wakes this fiber while it hands
+/// the worker to the child, so the child's landing must re-queue it. Returns whether the child
+/// had run when the yield returned.
+fn spawnThenYield(ran: *bool) bool {
+    const rt = Runtime.current().?;
+    const child = rt.spawnFiber(markRan, .{ran}) catch unreachable;
+    fiber.await(yieldNow());
+    const child_first = ran.*;
+    fiber.await(child) catch unreachable;
+    return child_first;
+}
+
+test "a fiber woken while it hands off is re-queued by the fiber it handed to" {
+    const rt = try newRuntime(1);
+    defer rt.deinit();
+    var ran = false;
+    const before = rt.metrics().total().get(.handoffs);
+    try testing.expect(try rt.blockOn(try rt.spawnFiber(spawnThenYield, .{&ran})));
+    try testing.expect(rt.metrics().total().get(.handoffs) > before);
+    try testing.expectEqual(@as(usize, 0), rt.fibers.stacks.inUse());
+}
+
+test "hand-offs at 4 workers: 64 ping-pong pairs migrate and every echo is right" {
+    const rt = try newRuntime(4);
+    defer rt.deinit();
+    const pairs = 64;
+    const rounds: u64 = ampere_testing.scaled(2_000, 50);
+    var watches: [pairs]Watch = undefined;
+    var pings: [pairs]ampere.JoinHandle(u64) = undefined;
+    var echoes: [pairs]ampere.JoinHandle(void) = undefined;
+    for (0..pairs) |i| {
+        watches[i] = .{};
+        const there_tx, const there_rx = try Channel.init(testing.allocator, 1);
+        const back_tx, const back_rx = try Channel.init(testing.allocator, 1);
+        echoes[i] = try rt.spawnFiber(echoBack, .{ there_rx, back_tx });
+        pings[i] = try rt.spawnFiber(pingRounds, .{ there_tx, back_rx, rounds, &watches[i] });
+    }
+    for (pings) |h| try testing.expectEqual(rounds, try rt.blockOn(h));
+    for (echoes) |h| try rt.blockOn(h);
+    try testing.expectEqual(@as(usize, 0), rt.fibers.stacks.inUse());
+}

@@ -31,6 +31,7 @@ const Allocator = std.mem.Allocator;
 const Alignment = std.mem.Alignment;
 
 const future = @import("../future.zig");
+const Waker = @import("../Waker.zig");
 const Header = @import("../task/Header.zig");
 const cell = @import("../task/cell.zig");
 const JoinHandle = @import("../task/join_handle.zig").JoinHandle;
@@ -73,6 +74,11 @@ pub const Task = struct {
     /// Called by the thread that saw the fiber finish or killed it, before the task completes
     /// (std.Io: a group member leaves its group).
     on_done: ?*const fn (task: *Task) void = null,
+    /// The task's own waker and the poll context that lends it, for every resumption of the
+    /// fiber (by a worker's poll or by a peer's direct hand-off: the context must outlive the
+    /// worker frame that started the chain).
+    waker: Waker,
+    cx: future.Context,
 
     /// Allocates a task for `start(context copy, result)` with a stack from `fibers`. Its
     /// state is `Header.initial_state` (queued, with a join handle); the caller links it into
@@ -117,7 +123,10 @@ pub const Task = struct {
         self.user = null;
         self.link = .{};
         self.on_done = null;
-        comptime assert(@typeInfo(Task).@"struct".fields.len == 14); // Every field set above.
+        self.waker = self.header.borrowedWaker();
+        self.cx = future.Context.init(&self.waker);
+        self.fiber.handoff = &handoff;
+        comptime assert(@typeInfo(Task).@"struct".fields.len == 16); // Every field set above.
         @memcpy((memory + context_offset)[0..context.len], context);
         return self;
     }
@@ -170,16 +179,41 @@ pub const Task = struct {
 
     // -- Header.VTable --------------------------------------------------------------------
 
+    /// Resumes the fiber. A fiber may hand the thread to another fiber task of this worker
+    /// ("Direct hand-off"): then the task that comes back is that one, which the worker reads
+    /// from `Worker.polled` — the result is about it.
     pub fn poll(header: *Header) bool {
         const self = fromHeader(header);
-        const waker = header.borrowedWaker();
-        var cx = future.Context.init(&waker);
         overflow.ensureAltStack(&self.fibers.alt_stacks);
         if (self.fiber.stack == null) self.fiber.attachStack(self.fibers.stacks.takeReserved());
-        self.fiber.resumeOnce(&cx);
-        if (self.fiber.status != .finished) return false;
-        self.releaseStack();
+        const back = fromFiber(self.fiber.resumeOnce(&self.cx));
+        if (back.fiber.status != .finished) return false;
+        back.releaseStack();
         return true;
+    }
+
+    // -- direct hand-off (Fiber.Handoff) -------------------------------------------------
+
+    const handoff = Fiber.Handoff{ .successor = successor, .landed = landed };
+
+    /// On `from`'s stack as it suspends: the fiber task in this worker's LIFO slot, made
+    /// `running` (`Worker.takeHandoff`), with its stack attached.
+    fn successor(from: *Fiber) ?*Fiber {
+        const self = fromFiber(from);
+        if (from.status != .suspended) return null;
+        const worker = Worker.currentFor(self.header.scheduler) orelse return null;
+        const next_header = worker.takeHandoff(&self.header, poll) orelse return null;
+        const next = fromHeader(next_header);
+        if (next.fiber.stack == null) next.fiber.attachStack(next.fibers.stacks.takeReserved());
+        next.fiber.prepareSuccessor(&next.cx);
+        return &next.fiber;
+    }
+
+    /// On the stack of the fiber switched to: the post-poll transition of the one that
+    /// switched (`Worker.finishHandoff`).
+    noinline fn landed() void {
+        const worker = Worker.current() orelse return;
+        worker.finishHandoff();
     }
 
     pub fn cancel(header: *Header) void {

@@ -35,6 +35,10 @@ pub const Event = enum(u8) {
     polls,
     /// Of `polls`: the task came from the LIFO slot (next-task slot or a LIFO chain).
     lifo_hits,
+    /// Of `lifo_hits`: a suspending fiber switched straight to the fiber task in the LIFO slot
+    /// (`Worker.takeHandoff`, "Direct hand-off" in fiber/Fiber.zig) instead of through the
+    /// worker's stack.
+    handoffs,
     /// A task woken on this worker was queued locally (LIFO slot or back of the local queue).
     local_schedules,
     /// A task's poll ended because its cooperative budget ran out (it was re-queued).

@@ -62,6 +62,12 @@
 //! waking a worker for it handed each fourth hop of a serial chain (lock hand-offs) to another
 //! CPU, which then contended for the same lock (see `scheduleLocal`).
 //!
+//! A fiber that suspends while the LIFO slot holds a fiber task switches straight to it (a
+//! direct hand-off: `takeHandoff` on its stack, `finishHandoff` on the other's; fiber/Fiber.zig,
+//! "Direct hand-off"). It is a LIFO poll like any other: counted against `lifo_polls_max` and the
+//! chain's budget, so the cap above holds for chains of hand-offs too. `polled` names the task
+//! whose poll is running, which a hand-off moves along; `pollTask` finishes that one.
+//!
 //! The LIFO slot, `tick`, `is_searching`, the spin policy and the metrics counters are written
 //! only by the owning thread (the counters with relaxed atomic stores, so `Runtime.metrics`
 //! may read them from anywhere: see `Metrics`). When the worker stops (shutdown), it moves its
@@ -122,6 +128,14 @@ watch_quiet: u32 = 0,
 /// Freed fiber-task blocks for the next spawns on this worker (owner thread only;
 /// `TaskBlocks`). Given back to the allocator by `Scheduler.deinit`.
 task_blocks: TaskBlocks = .{},
+/// The task whose poll is running on this thread: set by `pollTask`, moved by a direct hand-off
+/// (`takeHandoff`) to the task handed to. Owner thread only.
+polled: ?*Header = null,
+/// A fiber task that handed this thread to another (`takeHandoff`) and whose post-poll
+/// transition is owed: the task handed to makes it on landing (`finishHandoff`).
+handoff_from: ?*Header = null,
+/// LIFO polls in the current `runTask` chain, hand-offs included (at most `lifo_polls_max`).
+lifo_polls: u32 = 0,
 
 /// The worker whose thread this is (null on every other thread).
 threadlocal var current_worker: ?*Worker = null;
@@ -323,23 +337,29 @@ fn runTask(self: *Worker, task: *Header) void {
     // One budget for the task and the LIFO chain it starts (Tokio does the same).
     const scope = budget.Scope.begin(budget.units_per_poll);
     defer scope.end();
+    self.lifo_polls = 0;
     self.pollTask(task);
-    var lifo_polls: u32 = 0;
     while (self.lifo) |next| {
         self.lifo = null;
         if (budget.exhausted()) {
             self.pushBack(next);
             break;
         }
-        lifo_polls += 1;
-        assert(lifo_polls <= lifo_polls_max);
-        if (lifo_polls >= lifo_polls_max) self.lifo_enabled = false;
-        self.metrics.bump(.lifo_hits);
+        self.countLifoPoll();
         self.pollTask(next);
     }
     // With the slot disabled the last poll could only queue at the back.
     assert(self.lifo_enabled or self.lifo == null);
     self.lifo_enabled = true;
+}
+
+/// A poll from the LIFO slot (the loop of `runTask`, or a direct hand-off): counted, and the
+/// slot closes for the rest of the chain at `lifo_polls_max`.
+fn countLifoPoll(self: *Worker) void {
+    self.lifo_polls += 1;
+    assert(self.lifo_polls <= lifo_polls_max);
+    if (self.lifo_polls >= lifo_polls_max) self.lifo_enabled = false;
+    self.metrics.bump(.lifo_hits);
 }
 
 fn pollTask(self: *Worker, task: *Header) void {
@@ -350,18 +370,68 @@ fn pollTask(self: *Worker, task: *Header) void {
             self.shared.finishTask(task);
         },
         .poll => {
-            if (task.vtable.poll(task)) {
-                self.shared.finishTask(task);
-            } else switch (task.transitionToIdle()) {
-                .idle => {},
-                .reschedule => {
-                    // Woken during its own poll: a yield, or its budget ran out.
-                    if (budget.exhausted()) self.metrics.bump(.budget_yields);
-                    self.scheduleLocal(task, true);
-                },
-            }
+            assert(self.polled == null and self.handoff_from == null);
+            self.polled = task;
+            const ready = task.vtable.poll(task);
+            // The task that came back: `task`, or the last one a direct hand-off ran.
+            const back = self.polled.?;
+            self.polled = null;
+            assert(self.handoff_from == null); // Every hand-off was finished on landing.
+            if (ready) self.shared.finishTask(back) else self.afterPending(back);
         },
     }
+}
+
+/// A poll of `task` returned pending: it goes idle, or back to the queue if it was woken
+/// during the poll.
+fn afterPending(self: *Worker, task: *Header) void {
+    switch (task.transitionToIdle()) {
+        .idle => {},
+        .reschedule => {
+            // Woken during its own poll: a yield, or its budget ran out.
+            if (budget.exhausted()) self.metrics.bump(.budget_yields);
+            self.scheduleLocal(task, true);
+        },
+    }
+}
+
+/// Direct hand-off, on the stack of `from` (a fiber task polled on this worker, now suspended):
+/// the task in the LIFO slot if it is a fiber task (its vtable's poll is `fiber_poll`) that
+/// the LIFO chain may run now, made `running` and counted as a poll; `from`'s post-poll
+/// transition is owed until `finishHandoff`. Null: `from` switches back to the worker. A task
+/// whose cancellation was requested is cancelled here instead (as `pollTask` would) and null
+/// returned.
+pub fn takeHandoff(self: *Worker, from: *Header, fiber_poll: *const fn (*Header) bool) ?*Header {
+    assert(current_worker == self);
+    // Only from a fiber this worker's `pollTask` is running (not one resumed some other way).
+    if (self.polled != from) return null;
+    assert(self.handoff_from == null);
+    const next = self.lifo orelse return null;
+    if (next.vtable.poll != fiber_poll or !self.lifo_enabled or budget.exhausted()) return null;
+    self.lifo = null;
+    self.countLifoPoll();
+    self.metrics.bump(.polls);
+    switch (next.transitionToRunning()) {
+        .cancel => {
+            next.vtable.cancel(next);
+            self.shared.finishTask(next);
+            return null;
+        },
+        .poll => {},
+    }
+    self.metrics.bump(.handoffs);
+    self.handoff_from = from;
+    self.polled = next;
+    return next;
+}
+
+/// On landing after a direct hand-off (the stack of the task handed to): the owed post-poll
+/// transition of the task that handed off. Nothing when the fiber was resumed by a poll.
+pub fn finishHandoff(self: *Worker) void {
+    assert(current_worker == self);
+    const from = self.handoff_from orelse return;
+    self.handoff_from = null;
+    self.afterPending(from);
 }
 
 /// Queues a task woken on this worker's thread (see the module comment for where it goes).
