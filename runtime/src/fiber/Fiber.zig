@@ -31,10 +31,14 @@
 //! turn (or hands off again), and the worker's `pollTask` finishes whichever task came back
 //! (`Worker.polled` names it).
 //!
+//! A fiber that *finishes* with a fiber task in the LIFO slot hands off the same way (the
+//! producer of a worker pool that woke its consumer: its last act).
+//!
 //! The one thing the suspending fiber cannot do itself is its own post-poll transition
-//! (`running` -> idle, or re-queue if it was woken meanwhile): until it is off its stack, no
-//! other thread may resume it. So the transition is owed (`Worker.handoff_from`) and the
-//! fiber switched to makes it first thing on landing (`Handoff.landed`: after the switch in
+//! (`running` -> idle, or re-queue if it was woken meanwhile; for a finished fiber: releasing
+//! its stack, then completing the task): until it is off its stack, no other thread may
+//! resume it, and nobody may reuse the stack. So the transition is owed
+//! (`Worker.handoff_from`) and the fiber switched to makes it first thing on landing (`Handoff.landed`: after the switch in
 //! `suspendNow`, and at the top of `main` for a fiber that never ran). Until then the task is
 //! `running`, so a wake in between sets `notified` and the landing re-queues it — the same
 //! race, resolved the same way, as a wake during an ordinary poll. Invariants: a hand-off
@@ -222,7 +226,9 @@ fn main(message: *const arch.Switch) callconv(.c) noreturn {
     if (self.handoff) |handoff| handoff.landed();
     self.body(self);
     self.status = .finished;
-    // The last switch: the resumer releases the stack once it is back on its own.
+    // The last switch: whoever runs next on this thread releases the stack once it is off it
+    // (the resumer, or a peer on landing: "Direct hand-off").
+    if (self.handoff) |handoff| if (handoff.successor(self)) |next| self.switchToPeer(next);
     if (arch.tsan_enabled) arch.tsanSwitch(self.tsan_caller);
     arch.switchTo(&self.context, self.caller.?);
     unreachable;
@@ -253,6 +259,8 @@ fn switchToCaller(self: *Fiber) void {
 /// context, so the resumer's `resumeOnce` returns when `next` (or a fiber it hands to)
 /// switches back.
 fn switchToPeer(self: *Fiber, next: *Fiber) void {
+    // A finished fiber is never resumed: this call does not return for it.
+    defer assert(self.status == .running);
     assert(next != self);
     assert(next.status == .running and next.stack != null);
     next.caller = self.caller;

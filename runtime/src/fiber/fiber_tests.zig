@@ -476,3 +476,34 @@ test "hand-offs at 4 workers: 64 ping-pong pairs migrate and every echo is right
     for (echoes) |h| try rt.blockOn(h);
     try testing.expectEqual(@as(usize, 0), rt.fibers.stacks.inUse());
 }
+
+fn sendOne(sender: Channel.Sender, value: u64) void {
+    var tx = sender;
+    defer tx.deinit();
+    fiber.await(tx.send(value)) catch unreachable;
+}
+
+/// Spawns `producers` fibers that each send one value and finish, then sums what arrives.
+fn fanIn(receiver: Channel.Receiver, sender: Channel.Sender, producers: u64) !u64 {
+    const rt = Runtime.current().?;
+    var tx = sender;
+    for (0..producers) |i| {
+        var handle = try rt.spawnFiber(sendOne, .{ tx.clone(), i });
+        handle.detach();
+    }
+    tx.deinit();
+    return consume(receiver);
+}
+
+test "a fiber that finishes hands off to the fiber it woke; its stack is released on landing" {
+    const rt = try newRuntime(1);
+    defer rt.deinit();
+    const tx, const rx = try Channel.init(testing.allocator, 1);
+    const producers: u64 = ampere_testing.scaled(5_000, 50);
+    const before = rt.metrics().total().get(.handoffs);
+    try testing.expectEqual(producers * (producers - 1) / 2, try rt.blockOn(try rt.spawnFiber(fanIn, .{ rx, tx, producers })));
+    // Each producer's send wakes the waiting consumer into the LIFO slot; the producer then
+    // finishes and hands the worker straight to it.
+    try testing.expect(rt.metrics().total().get(.handoffs) - before >= producers / 2);
+    try testing.expectEqual(@as(usize, 0), rt.fibers.stacks.inUse());
+}

@@ -196,13 +196,13 @@ pub const Task = struct {
 
     const handoff = Fiber.Handoff{ .successor = successor, .landed = landed };
 
-    /// On `from`'s stack as it suspends: the fiber task in this worker's LIFO slot, made
-    /// `running` (`Worker.takeHandoff`), with its stack attached.
+    /// On `from`'s stack as it suspends or finishes: the fiber task in this worker's LIFO slot,
+    /// made `running` (`Worker.takeHandoff`), with its stack attached.
     fn successor(from: *Fiber) ?*Fiber {
         const self = fromFiber(from);
-        if (from.status != .suspended) return null;
+        assert(from.status == .suspended or from.status == .finished);
         const worker = Worker.currentFor(self.header.scheduler) orelse return null;
-        const next_header = worker.takeHandoff(&self.header, poll) orelse return null;
+        const next_header = worker.takeHandoff(&self.header, poll, from.status == .finished) orelse return null;
         const next = fromHeader(next_header);
         if (next.fiber.stack == null) next.fiber.attachStack(next.fibers.stacks.takeReserved());
         next.fiber.prepareSuccessor(&next.cx);
@@ -210,10 +210,14 @@ pub const Task = struct {
     }
 
     /// On the stack of the fiber switched to: the post-poll transition of the one that
-    /// switched (`Worker.finishHandoff`).
+    /// switched (`Worker.finishHandoff`; a finished one's stack goes back first).
     noinline fn landed() void {
         const worker = Worker.current() orelse return;
-        worker.finishHandoff();
+        worker.finishHandoff(releaseFinished);
+    }
+
+    fn releaseFinished(header: *Header) void {
+        fromHeader(header).releaseStack();
     }
 
     pub fn cancel(header: *Header) void {

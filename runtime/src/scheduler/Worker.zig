@@ -132,8 +132,10 @@ task_blocks: TaskBlocks = .{},
 /// (`takeHandoff`) to the task handed to. Owner thread only.
 polled: ?*Header = null,
 /// A fiber task that handed this thread to another (`takeHandoff`) and whose post-poll
-/// transition is owed: the task handed to makes it on landing (`finishHandoff`).
+/// transition is owed: the task handed to makes it on landing (`finishHandoff`). Whether it
+/// finished (then the transition is: release its stack, complete it).
 handoff_from: ?*Header = null,
+handoff_finished: bool = false,
 /// LIFO polls in the current `runTask` chain, hand-offs included (at most `lifo_polls_max`).
 lifo_polls: u32 = 0,
 
@@ -395,13 +397,14 @@ fn afterPending(self: *Worker, task: *Header) void {
     }
 }
 
-/// Direct hand-off, on the stack of `from` (a fiber task polled on this worker, now suspended):
+/// Direct hand-off, on the stack of `from` (a fiber task polled on this worker, now suspended,
+/// or finished when `finished`):
 /// the task in the LIFO slot if it is a fiber task (its vtable's poll is `fiber_poll`) that
 /// the LIFO chain may run now, made `running` and counted as a poll; `from`'s post-poll
 /// transition is owed until `finishHandoff`. Null: `from` switches back to the worker. A task
 /// whose cancellation was requested is cancelled here instead (as `pollTask` would) and null
 /// returned.
-pub fn takeHandoff(self: *Worker, from: *Header, fiber_poll: *const fn (*Header) bool) ?*Header {
+pub fn takeHandoff(self: *Worker, from: *Header, fiber_poll: *const fn (*Header) bool, finished: bool) ?*Header {
     assert(current_worker == self);
     // Only from a fiber this worker's `pollTask` is running (not one resumed some other way).
     if (self.polled != from) return null;
@@ -421,17 +424,25 @@ pub fn takeHandoff(self: *Worker, from: *Header, fiber_poll: *const fn (*Header)
     }
     self.metrics.bump(.handoffs);
     self.handoff_from = from;
+    self.handoff_finished = finished;
     self.polled = next;
     return next;
 }
 
 /// On landing after a direct hand-off (the stack of the task handed to): the owed post-poll
-/// transition of the task that handed off. Nothing when the fiber was resumed by a poll.
-pub fn finishHandoff(self: *Worker) void {
+/// transition of the task that handed off — idle (or re-queued), or, if it finished, its
+/// stack released (`release`, the fiber layer's) and the task completed, in that order, as
+/// `pollTask` does for a ready fiber. Nothing when the fiber was resumed by a poll.
+pub fn finishHandoff(self: *Worker, release: *const fn (*Header) void) void {
     assert(current_worker == self);
     const from = self.handoff_from orelse return;
     self.handoff_from = null;
-    self.afterPending(from);
+    if (self.handoff_finished) {
+        release(from);
+        self.shared.finishTask(from);
+    } else {
+        self.afterPending(from);
+    }
 }
 
 /// Queues a task woken on this worker's thread (see the module comment for where it goes).
