@@ -75,8 +75,9 @@ pub fn sleep(userdata: ?*anyopaque, timeout: std.Io.Timeout) std.Io.Cancelable!v
 
 pub fn futexWait(userdata: ?*anyopaque, ptr: *const u32, expected: u32, timeout: std.Io.Timeout) std.Io.Cancelable!void {
     const self = AmpereIo.fromUserdata(userdata);
-    const deadline = monotonicDeadlineNs(timeout);
-    if (deadline == null) {
+    // No timeout (every std.Io Mutex and Condition wait): the tag alone decides, without a
+    // call that copies the whole `Timeout` union.
+    if (timeout == .none) {
         if (Fiber.current()) |fiber| {
             // Built where it is polled (`Futex.initWait`), not copied in.
             var pinned: Futex.Wait = undefined;
@@ -85,7 +86,7 @@ pub fn futexWait(userdata: ?*anyopaque, ptr: *const u32, expected: u32, timeout:
         }
     }
     const wait = self.futex.wait(ptr, expected);
-    const deadline_ns = deadline orelse return self.waitCancelable(wait);
+    const deadline_ns = monotonicDeadlineNs(timeout) orelse return self.waitCancelable(wait);
     const timed = time.Timeout(Futex.Wait){ .inner = wait, .timer = sleep_future.sleepUntil(deadline_ns) };
     (try self.waitCancelable(timed)) catch |err| switch (err) {
         error.Timeout => {}, // A spurious wake-up, as far as futex callers can tell.
