@@ -398,12 +398,11 @@ fn afterPending(self: *Worker, task: *Header) void {
 }
 
 /// Direct hand-off, on the stack of `from` (a fiber task polled on this worker, now suspended,
-/// or finished when `finished`):
-/// the task in the LIFO slot if it is a fiber task (its vtable's poll is `fiber_poll`) that
-/// the LIFO chain may run now, made `running` and counted as a poll; `from`'s post-poll
-/// transition is owed until `finishHandoff`. Null: `from` switches back to the worker. A task
-/// whose cancellation was requested is cancelled here instead (as `pollTask` would) and null
-/// returned.
+/// or finished when `finished`): the task in the LIFO slot if it is a fiber task (its vtable's
+/// poll is `fiber_poll`) that the LIFO chain may run now, made `running` and counted as a poll;
+/// `from`'s post-poll transition is owed until `finishHandoff`. Null: `from` switches back to
+/// the worker. A task whose cancellation was requested is cancelled here instead (as `pollTask`
+/// would) and null returned.
 pub fn takeHandoff(self: *Worker, from: *Header, fiber_poll: *const fn (*Header) bool, finished: bool) ?*Header {
     assert(current_worker == self);
     // Only from a fiber this worker's `pollTask` is running (not one resumed some other way).
