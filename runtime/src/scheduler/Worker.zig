@@ -138,6 +138,11 @@ handoff_from: ?*Header = null,
 handoff_finished: bool = false,
 /// LIFO polls in the current `runTask` chain, hand-offs included (at most `lifo_polls_max`).
 lifo_polls: u32 = 0,
+/// Ticks left until the next `maintenance` (every `event_interval` ticks) and until the next
+/// inject-first `nextTask` (every `global_queue_interval` ticks): counted down, because
+/// `tick % interval` was two integer divisions per loop iteration (2% of io_spawn's samples).
+until_maintenance: u32,
+until_inject_first: u32,
 
 /// The worker whose thread this is (null on every other thread).
 threadlocal var current_worker: ?*Worker = null;
@@ -149,7 +154,18 @@ pub fn init(shared: *Shared, index: u32) Worker {
         .index = index,
         .rng_state = 0x9e3779b97f4a7c15 ^ (@as(u64, index) + 1) *% 0xbf58476d1ce4e5b9,
         .spin = SpinPolicy.init(shared.options.spin_before_park_ns),
+        .until_maintenance = shared.options.event_interval,
+        .until_inject_first = shared.options.global_queue_interval,
     };
+}
+
+/// Counts a tick off `left`; true (and `left` back at `interval`) on every `interval`-th call.
+fn countdown(left: *u32, interval: u32) bool {
+    assert(left.* > 0 and left.* <= interval);
+    left.* -= 1;
+    if (left.* != 0) return false;
+    left.* = interval;
+    return true;
 }
 
 /// Counts on this worker's own set (owner thread only).
@@ -232,7 +248,7 @@ pub fn run(self: *Worker) void {
     while (!shared.isShuttingDown()) {
         self.tick +%= 1;
         if (self.deferred_published) self.withdrawDeferred();
-        if (self.tick % shared.options.event_interval == 0) self.maintenance();
+        if (countdown(&self.until_maintenance, shared.options.event_interval)) self.maintenance();
         if (self.nextTask()) |task| {
             self.runTask(task);
             continue;
@@ -271,7 +287,7 @@ fn pushBack(self: *Worker, task: *Header) void {
 }
 
 fn nextTask(self: *Worker) ?*Header {
-    if (self.tick % self.shared.options.global_queue_interval == 0) {
+    if (countdown(&self.until_inject_first, self.shared.options.global_queue_interval)) {
         if (self.shared.inject.pop()) |task| {
             self.metrics.bump(.inject_pops);
             return task;
