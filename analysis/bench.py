@@ -109,6 +109,8 @@ IO_DEFAULT_VARIANTS: tuple[str, ...] = ("ampere", "ampere.io", "zig.threaded", "
 #: The programs with io rows: the io programs, ampere_bench (the rows its native API has,
 #: runtime/bench/io_native.zig) and tokio_bench.
 IO_CAPABLE: tuple[str, ...] = (*IO_PROGRAMS, "ampere", "tokio")
+#: The io programs that record Ampere's runtime metrics (`--metrics`): the ampere.io build.
+IO_METRICS_PROGRAMS: frozenset[str] = frozenset({"ampere.io"})
 #: Worker counts of Tiers 3-4 when --workers is not given; the full profile adds the machine's
 #: logical core count when it is larger than the last of these.
 WORKER_SWEEP: dict[str, tuple[int, ...]] = {"full": (1, 2, 4), "quick": (1, 4)}
@@ -938,9 +940,11 @@ def run_bench(options: BenchOptions) -> Path:
     state = _Run(run_id, folder, started)
     print(f"run {run_id}: {folder}", flush=True)
     clock = time.monotonic()
-    # the io programs share the command line's usage text but take no --metrics
+    # the io programs share the command line's usage text; only the ampere.io build takes
+    # --metrics (the other implementations have no event counts to give)
     metrics_variants = tuple(v for v in options.variant_names
-                             if v not in IO_PROGRAMS and supports_metrics(options.binary_for(v)))
+                             if (v not in IO_PROGRAMS or v in IO_METRICS_PROGRAMS)
+                             and supports_metrics(options.binary_for(v)))
     warmups, invocations = plan_warmup(options, folder), plan(options, folder, metrics_variants)
     with child.interrupts_raise():
         try:

@@ -269,16 +269,19 @@ def scaling_table(cmp: Comparison) -> pd.DataFrame:
 
 #: Runtime metrics of the scaling page (counters of analysis/metrics.py) and their headings.
 METRICS_SHOWN: dict[str, str] = {
-    "polls": "polls", "lifo_hits": "LIFO hits", "parks": "parks", "unparks_issued": "unparks issued",
-    "steals": "steals", "tasks_stolen": "tasks stolen", "inject_pushes": "inject pushes",
-    "inject_pops": "inject pops", "budget_yields": "budget yields", "spin_ns": "spin ns",
+    "polls": "polls", "lifo_hits": "LIFO hits", "handoffs": "hand-offs", "parks": "parks",
+    "unparks_issued": "unparks issued", "steals": "steals", "tasks_stolen": "tasks stolen",
+    "inject_pushes": "inject pushes", "inject_pops": "inject pops", "budget_yields": "budget yields",
+    "spin_ns": "spin ns",
 }
 
 
-def runtime_metrics_rows(per_op: pd.DataFrame) -> pd.DataFrame:
-    """Rows of metrics.per_op for micro Tiers 3–4, by benchmark, worker count, then variant
-    (in the order the variants first appear)."""
-    rows = per_op[(per_op["suite"] == "micro") & per_op["tier"].isin(schema.OVERSUBSCRIBED_TIERS)]
+def runtime_metrics_rows(per_op: pd.DataFrame, suite: str = "micro") -> pd.DataFrame:
+    """Rows of metrics.per_op for micro Tiers 3–4 (or every row of another `suite`: io), by
+    benchmark, worker count, then variant (in the order the variants first appear)."""
+    rows = per_op[per_op["suite"] == suite]
+    if suite == "micro":
+        rows = rows[rows["tier"].isin(schema.OVERSUBSCRIBED_TIERS)]
     variants = list(dict.fromkeys(rows["runtime"]))
     keys = [(*schema.bench_sort_key(s, int(t), b, p, w), variants.index(r)) for r, s, t, b, p, w in
             zip(rows["runtime"], rows["suite"], rows["tier"], rows["benchmark"], rows["param"], rows["workers"])]
@@ -294,11 +297,12 @@ def fmt_per_op(value: Any) -> str:
     return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
 
 
-def runtime_metrics_table(per_op: pd.DataFrame) -> pd.DataFrame:
-    """Per Tier 3–4 benchmark, worker count and variant: the runtime's events per operation
-    (METRICS_SHOWN that the run recorded), averaged over the measured iterations of every invocation."""
-    rows = runtime_metrics_rows(per_op)
-    shown = [c for c in METRICS_SHOWN if c in rows.columns]
+def runtime_metrics_table(per_op: pd.DataFrame, suite: str = "micro") -> pd.DataFrame:
+    """Per Tier 3–4 benchmark (or io row: `suite="io"`), worker count and variant: the runtime's
+    events per operation (METRICS_SHOWN that the run recorded; a counter an older run lacks is
+    left out), averaged over the measured iterations of every invocation."""
+    rows = runtime_metrics_rows(per_op, suite)
+    shown = [c for c in METRICS_SHOWN if c in rows.columns and rows[c].notna().any()]
     columns = ["Benchmark", "Workers", "Variant", *[f"{METRICS_SHOWN[c]}/op" for c in shown]]
     out = [[schema.bench_label(r["benchmark"], r["param"]), int(r["workers"]), schema.display_name(r["runtime"]),
             *[fmt_per_op(r[c]) for c in shown]] for r in rows.to_dict("records")]

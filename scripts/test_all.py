@@ -1,6 +1,7 @@
 """Runs every test runner of the project and prints one summary line: "N passed, N failed".
 
-Runners: `zig build test` (runtime + bench harness), `zig build test-tsan` (ThreadSanitizer),
+Runners: `zig build test -Dio-ampere=true` (runtime + bench harness + the io program on
+zig.threaded and ampere.io), `zig build test-tsan` (ThreadSanitizer),
 `cargo test` (rust_bench), and `pytest` (analysis, end-to-end smoke, browser). The bench
 binaries are built first (release), because the end-to-end smoke runs them. Output of each
 runner streams through; its counts are parsed from its own summary line. A runner that dies
@@ -71,7 +72,8 @@ class Step:
 STEPS = [
     # the one build recipe of the benchmark programs (analysis/build.py)
     Step("build ampere_bench and tokio_bench (release)", [PY, "-m", "analysis", "build"], None),
-    Step("zig build test", [PY, "-m", "ziglang", "build", "test", "--summary", "all"], parse_zig),
+    # -Dio-ampere=true: the io program's tests on ampere.io too (zig.threaded's always run)
+    Step("zig build test", [PY, "-m", "ziglang", "build", "test", "-Dio-ampere=true", "--summary", "all"], parse_zig),
     Step("zig build test-tsan", [PY, "-m", "ziglang", "build", "test-tsan", "--summary", "all"], parse_zig),
     Step("cargo test", ["cargo", "test", "--quiet", "--manifest-path", "rust_bench/Cargo.toml"], parse_cargo),
     Step("pytest", [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], parse_pytest),

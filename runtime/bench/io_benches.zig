@@ -41,6 +41,20 @@ pub const conns_payload_bytes: usize = 64;
 /// The echo server's read buffer, per connection (both sides).
 pub const server_buffer_bytes: usize = 64 * 1024;
 
+/// `ctx.markStart()`, right after the runtime's event counts are taken (`--metrics`, which only
+/// the ampere.io build records: a no-op otherwise), outside the timed region.
+inline fn startTimed(ctx: *Ctx) Mark {
+    ctx.metricsBegin();
+    return ctx.markStart();
+}
+
+/// `mark.stop()` of iteration `i`, then the event counts (untimed; summed when `i` is measured).
+inline fn stopTimed(ctx: *Ctx, mark: Mark, i: u64) harness.Sample {
+    const sample = mark.stop();
+    ctx.metricsEnd(i, ctx.constants.warmup);
+    return sample;
+}
+
 /// Failures of tasks, which can only return `error.Canceled`: a count and the first error.
 const Failures = struct {
     count: std.atomic.Value(u32) = .init(0),
@@ -141,10 +155,10 @@ pub fn mutexContended(ctx: *Ctx, io: Io) Error!void {
     for (0..totalIterations(ctx)) |i| {
         shared.counter = 0;
         var group: Io.Group = .init;
-        const mark = ctx.markStart();
+        const mark = startTimed(ctx);
         for (0..c.io_mutex_tasks) |_| try spawnIn(ctx, &group, io, mutexTask, .{ io, &shared, per_task });
         try awaitGroup(ctx, &group, io);
-        const sample = mark.stop();
+        const sample = stopTimed(ctx, mark, i);
         try ctx.expectEq("counter", shared.counter, c.io_mutex_tasks * per_task);
         ctx.record(i, c.warmup, sample);
     }
@@ -205,13 +219,13 @@ pub fn queuePingpong(ctx: *Ctx, io: Io) Error!void {
         for (pairs) |*pair| pair.init();
         var shared = PingShared{};
         var group: Io.Group = .init;
-        const mark = ctx.markStart();
+        const mark = startTimed(ctx);
         for (pairs) |*pair| {
             try spawnIn(ctx, &group, io, ponger, .{ io, pair, &shared, rounds });
             try spawnIn(ctx, &group, io, pinger, .{ io, pair, &shared, rounds });
         }
         try awaitGroup(ctx, &group, io);
-        const sample = mark.stop();
+        const sample = stopTimed(ctx, mark, i);
         try shared.failures.check(ctx, "queue");
         try ctx.expectEq("round trips answered", shared.answered.load(.monotonic), pairs_count * rounds);
         ctx.record(i, c.warmup, sample);
@@ -260,7 +274,7 @@ fn fan(ctx: *Ctx, io: Io, fan_in: bool) Error!void {
     for (0..totalIterations(ctx)) |i| {
         var shared = FanShared{ .queue = .init(buffer) };
         var group: Io.Group = .init;
-        const mark = ctx.markStart();
+        const mark = startTimed(ctx);
         if (fan_in) {
             try spawnIn(ctx, &group, io, consumer, .{ io, &shared, items });
             for (0..tasks) |t| try spawnIn(ctx, &group, io, producer, .{ io, &shared, 1 + t * per_task, per_task });
@@ -269,7 +283,7 @@ fn fan(ctx: *Ctx, io: Io, fan_in: bool) Error!void {
             try spawnIn(ctx, &group, io, producer, .{ io, &shared, 1, items });
         }
         try awaitGroup(ctx, &group, io);
-        const sample = mark.stop();
+        const sample = stopTimed(ctx, mark, i);
         try shared.failures.check(ctx, "queue");
         try ctx.expectEq("items received", shared.received.load(.monotonic), items);
         try ctx.expectEq("sum of the items", shared.sum.load(.monotonic), items * (items + 1) / 2);
@@ -297,12 +311,12 @@ pub fn spawn(ctx: *Ctx, io: Io) Error!void {
     const c = ctx.constants;
     for (0..totalIterations(ctx)) |i| {
         var sum: u64 = 0;
-        const mark = ctx.markStart();
+        const mark = startTimed(ctx);
         for (0..c.task_ops) |k| {
             var future = io.concurrent(identity, .{k}) catch |err| return ctx.fail("io.concurrent: {s}", .{@errorName(err)});
             sum += future.await(io);
         }
-        const sample = mark.stop();
+        const sample = stopTimed(ctx, mark, i);
         try ctx.expectEq("sum of the results", sum, c.task_ops * (c.task_ops - 1) / 2);
         ctx.record(i, c.warmup, sample);
     }
@@ -320,10 +334,10 @@ pub fn spawnGroup(ctx: *Ctx, io: Io) Error!void {
     for (0..totalIterations(ctx)) |i| {
         var counter: std.atomic.Value(u64) = .init(0);
         var group: Io.Group = .init;
-        const mark = ctx.markStart();
+        const mark = startTimed(ctx);
         for (0..c.io_group_tasks) |_| try spawnIn(ctx, &group, io, countTask, .{&counter});
         try awaitGroup(ctx, &group, io);
-        const sample = mark.stop();
+        const sample = stopTimed(ctx, mark, i);
         try ctx.expectEq("tasks run", counter.load(.monotonic), c.io_group_tasks);
         ctx.record(i, c.warmup, sample);
     }
@@ -346,10 +360,10 @@ pub fn sleep(ctx: *Ctx, io: Io) Error!void {
     for (0..totalIterations(ctx)) |i| {
         var counter: std.atomic.Value(u64) = .init(0);
         var group: Io.Group = .init;
-        const mark = ctx.markStart();
+        const mark = startTimed(ctx);
         for (0..c.io_sleep_tasks) |_| try spawnIn(ctx, &group, io, sleeper, .{ io, duration, &counter });
         try awaitGroup(ctx, &group, io);
-        const sample = mark.stop();
+        const sample = stopTimed(ctx, mark, i);
         try ctx.expectEq("sleepers woken", counter.load(.monotonic), c.io_sleep_tasks);
         if (sample.elapsed_ns < duration_ns) return ctx.fail("all woke after {d} ns, before the {d} ns sleep ended", .{ sample.elapsed_ns, duration_ns });
         ctx.record(i, c.warmup, sample);
@@ -507,12 +521,12 @@ pub fn tcpPingpong(ctx: *Ctx, io: Io) Error!void {
     client.open(io, ctx.allocator(), server.address(), size) catch |err| return ctx.fail("connect: {s}", .{@errorName(err)});
     var round: u64 = 0;
     for (0..totalIterations(ctx)) |i| {
-        const mark = ctx.markStart();
+        const mark = startTimed(ctx);
         const result: anyerror!void = for (0..c.io_net_rounds) |_| {
             client.roundTrip(round) catch |err| break err;
             round += 1;
         };
-        const sample = mark.stop();
+        const sample = stopTimed(ctx, mark, i);
         result catch |err| return ctx.fail("round trip {d}: {s}", .{ round, @errorName(err) });
         ctx.record(i, c.warmup, sample);
     }
@@ -543,10 +557,10 @@ pub fn tcpEchoConns(ctx: *Ctx, io: Io) Error!void {
     for (0..totalIterations(ctx)) |i| {
         var failures = Failures{};
         var group: Io.Group = .init;
-        const mark = ctx.markStart();
+        const mark = startTimed(ctx);
         for (clients) |*client| try spawnIn(ctx, &group, io, conversation, .{ io, client, i * c.io_net_rounds, c.io_net_rounds, &failures });
         try awaitGroup(ctx, &group, io);
-        const sample = mark.stop();
+        const sample = stopTimed(ctx, mark, i);
         try failures.check(ctx, "client");
         ctx.record(i, c.warmup, sample);
     }
@@ -577,11 +591,11 @@ pub fn tcpConnect(ctx: *Ctx, io: Io) Error!void {
     try server.start(ctx, io);
     const address = server.address();
     for (0..totalIterations(ctx)) |i| {
-        const mark = ctx.markStart();
+        const mark = startTimed(ctx);
         const result: anyerror!void = for (0..c.io_connect_ops) |k| {
             connectOnce(io, address, @truncate(k)) catch |err| break err;
         };
-        const sample = mark.stop();
+        const sample = stopTimed(ctx, mark, i);
         result catch |err| return ctx.fail("connect: {s}", .{@errorName(err)});
         ctx.record(i, c.warmup, sample);
     }

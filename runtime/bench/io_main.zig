@@ -11,6 +11,11 @@
 //! implementation runs tasks, as the Tokio twin's driver is a spawned task); then write the
 //! CSV, meta and the table or summary JSON.
 //!
+//! `--metrics PATH` (the ampere.io build only: the other implementations expose no event
+//! counts, and ask for it in vain with exit 2): Ampere's runtime event counts per benchmark over
+//! its measured iterations, the JSON lines of ampere_bench's `--metrics` (metrics.zig), with
+//! `runtime` = `ampere.io`.
+//!
 //! Every allocation goes through one `CountingAllocator` around `SystemAllocator` (glibc
 //! malloc), which the implementation instance allocates through as well.
 
@@ -24,6 +29,10 @@ const program = @import("program.zig");
 const variants = @import("variants.zig");
 const benches = @import("io_benches.zig");
 const impl = @import("io_impl.zig");
+const metrics = @import("metrics.zig");
+
+/// Whether this build records Ampere's runtime metrics (`--metrics`): the ampere.io one.
+const records_metrics = std.mem.eql(u8, impl.name, "ampere.io");
 
 const Constants = constants_mod.Constants;
 const Case = harness.Case;
@@ -92,11 +101,13 @@ fn driver(run_fn: BenchFn, ctx: *Ctx, io: std.Io) harness.Error!void {
 }
 
 /// Runs one case on `io` from a driver task; returns its outcome or the failure exit.
-fn runCase(gpa: std.mem.Allocator, io: std.Io, counting: *CountingAllocator, c: *const Constants, s: *const Selected, outcomes: *std.ArrayList(Outcome)) ?Exit {
+fn runCase(gpa: std.mem.Allocator, io: std.Io, counting: *CountingAllocator, c: *const Constants, s: *const Selected, outcomes: *std.ArrayList(Outcome), metrics_out: ?*MetricsOut) ?Exit {
     const expected: usize = @intCast(c.iterations);
     const samples = gpa.alloc(harness.Sample, expected) catch return Exit.fail(1, "out of memory", .{});
     harness.progressStart(&s.case);
     var ctx = Ctx{ .constants = c, .counting = counting, .case = &s.case, .samples = samples };
+    var recorder = metrics.Recorder{};
+    if (metrics_out != null) ctx.metrics = &recorder;
     var task = io.concurrent(driver, .{ s.run, &ctx, io }) catch |err| {
         gpa.free(samples);
         return Exit.fail(1, "{s}: io.concurrent(driver): {s}", .{ s.case.name, @errorName(err) });
@@ -115,11 +126,18 @@ fn runCase(gpa: std.mem.Allocator, io: std.Io, counting: *CountingAllocator, c: 
     };
     harness.progressDone(&outcome.case, outcome.stats);
     outcomes.appendAssumeCapacity(outcome);
+    if (metrics_out) |out| recorder.writeLine(out.text, impl.name, out.invocation, &s.case) catch return Exit.fail(1, "out of memory", .{});
     return null;
 }
 
+/// Where `--metrics` lines go (the file is written once, atomically, after the last case).
+const MetricsOut = struct {
+    text: *std.Io.Writer,
+    invocation: u64,
+};
+
 /// Every case at every worker count, a fresh implementation instance per count.
-fn runAll(gpa: std.mem.Allocator, counting: *CountingAllocator, c: *const Constants, selected: []const Selected, worker_counts: []const u64, outcomes: *std.ArrayList(Outcome)) ?Exit {
+fn runAll(gpa: std.mem.Allocator, counting: *CountingAllocator, c: *const Constants, selected: []const Selected, worker_counts: []const u64, outcomes: *std.ArrayList(Outcome), metrics_out: ?*MetricsOut) ?Exit {
     outcomes.ensureTotalCapacity(gpa, selected.len * worker_counts.len) catch return Exit.fail(1, "out of memory", .{});
     for (worker_counts) |workers| {
         var instance: impl.Instance = undefined;
@@ -128,7 +146,7 @@ fn runAll(gpa: std.mem.Allocator, counting: *CountingAllocator, c: *const Consta
         // benchmark may have left tasks behind that a shutdown would wait for.
         for (selected) |s| {
             const at = Selected{ .case = s.case.withWorkers(workers), .run = s.run };
-            if (runCase(gpa, instance.io(), counting, c, &at, outcomes)) |exit| return exit;
+            if (runCase(gpa, instance.io(), counting, c, &at, outcomes, metrics_out)) |exit| return exit;
         }
         instance.deinit();
     }
@@ -146,7 +164,7 @@ fn run(gpa: std.mem.Allocator, io: std.Io, counting: *CountingAllocator, args: [
     if (options.variant) |name| {
         if (!std.mem.eql(u8, name, impl.name)) return Exit.fail(2, "--variant {s}: this program runs {s} only", .{ name, impl.name });
     }
-    if (options.metrics != null) return Exit.fail(2, "--metrics: the io program records no runtime metrics", .{});
+    if (options.metrics != null and !records_metrics) return Exit.fail(2, "--metrics: the io program on {s} records no runtime metrics (only ampere.io does)", .{impl.name});
     var diag = constants_mod.Diagnostic{};
     var c = Constants.load(gpa, options.profile, &diag) catch return Exit.fail(2, "{s}", .{diag.message()});
     for (options.overrideList()) |assignment| {
@@ -164,7 +182,7 @@ fn run(gpa: std.mem.Allocator, io: std.Io, counting: *CountingAllocator, args: [
         for (selected.items) |*s| s.case.writeListLine(out) catch return Exit.fail(1, "cannot write to stdout", .{});
         return .{ .code = 0 };
     }
-    for ([_]?[]const u8{ options.csv, options.meta }) |maybe_path| {
+    for ([_]?[]const u8{ options.csv, options.meta, options.metrics }) |maybe_path| {
         const path = maybe_path orelse continue;
         output.checkNew(io, path) catch return Exit.fail(2, "{s} exists (results are never overwritten)", .{path});
         if (!output.parentExists(io, path)) return Exit.fail(2, "{s}: folder does not exist", .{std.fs.path.dirname(path) orelse "."});
@@ -183,7 +201,13 @@ fn run(gpa: std.mem.Allocator, io: std.Io, counting: *CountingAllocator, args: [
         for (outcomes.items) |o| gpa.free(o.samples);
         outcomes.deinit(gpa);
     }
-    if (runAll(gpa, counting, &c, selected.items, worker_counts, &outcomes)) |exit| return exit;
+    var metrics_text = std.Io.Writer.Allocating.init(gpa);
+    defer metrics_text.deinit();
+    var metrics_out = MetricsOut{ .text = &metrics_text.writer, .invocation = options.invocation };
+    if (runAll(gpa, counting, &c, selected.items, worker_counts, &outcomes, if (options.metrics != null) &metrics_out else null)) |exit| return exit;
+    if (options.metrics) |path| {
+        output.writeAtomic(io, path, metrics_text.written()) catch |err| return Exit.fail(1, "{s}: {s}", .{ path, @errorName(err) });
+    }
     if (options.csv) |path| {
         var text = std.Io.Writer.Allocating.init(gpa);
         defer text.deinit();
@@ -256,13 +280,23 @@ test "command line errors exit 2" {
         .{ "--suite io --variant tokio", "this program runs " ++ impl.name ++ " only" },
         .{ "--suite io --workers 300", "at most 255 workers" },
         .{ "--suite io --set io_fan_tasks=0", "io_fan_tasks must be at least 1" },
-        .{ "--suite io --metrics x", "no runtime metrics" },
     };
     inline for (lines) |line| {
         const exit = runArgs(&counting, line[0], &aw.writer);
         try testing.expectEqual(@as(u8, 2), exit.code);
         try testing.expect(std.mem.indexOf(u8, exit.message(), line[1]) != null);
     }
+}
+
+test "--metrics: only the ampere.io build records runtime metrics" {
+    // The ampere.io build's --metrics is exercised end to end (tests/e2e/test_smoke.py).
+    if (records_metrics) return error.SkipZigTest;
+    var counting = CountingAllocator.init(testing.allocator);
+    var aw = std.Io.Writer.Allocating.init(testing.allocator);
+    defer aw.deinit();
+    const exit = runArgs(&counting, "--suite io --metrics x", &aw.writer);
+    try testing.expectEqual(@as(u8, 2), exit.code);
+    try testing.expect(std.mem.indexOf(u8, exit.message(), "records no runtime metrics (only ampere.io does)") != null);
 }
 
 test "every io benchmark runs, checks itself and writes one row per iteration and worker count" {
@@ -311,13 +345,14 @@ test "a benchmark that did not do its work stops the run with exit 1 and its mes
     var diag = constants_mod.Diagnostic{};
     const c = try Constants.load(testing.allocator, "quick", &diag);
     // runAll leaves the implementation running after a failure (the process exits): an arena,
-    // not the leak-checking testing allocator.
+    // not the leak-checking testing allocator, and never freed — the implementation's threads
+    // (ampere.io's workers, parked) use this memory until the test process ends. Freeing it
+    // here was a use-after-free in a parked worker, which crashed a later test.
     var arena = std.heap.ArenaAllocator.init(std.heap.page_allocator);
-    defer arena.deinit();
     var counting = CountingAllocator.init(arena.allocator());
     var outcomes: std.ArrayList(Outcome) = .empty;
     const selected = [_]Selected{.{ .case = Case.io("io_spawn", "", 0, 1), .run = shortCounting }};
-    const exit = runAll(counting.allocator(), &counting, &c, &selected, &.{1}, &outcomes) orelse return error.TestUnexpectedResult;
+    const exit = runAll(counting.allocator(), &counting, &c, &selected, &.{1}, &outcomes, null) orelse return error.TestUnexpectedResult;
     try testing.expectEqual(@as(u8, 1), exit.code);
     try testing.expectEqualStrings("io_spawn: counter = 1, expected 2", exit.message());
     try testing.expectEqual(@as(usize, 0), outcomes.items.len);

@@ -303,3 +303,33 @@ def test_native_ampere_may_lack_the_io_rows_its_api_does_not_have(tmp_path):
         load_run(str(write("own", {("ampere", "io_spawn")})))
     with pytest.raises(DataError, match=r"ampere\.io\.csv: no rows of io benchmark 'io_mutex_contended'"):
         load_run(str(write("stdio", {("ampere.io", "io_mutex_contended")})))
+
+
+def test_io_run_records_ampere_io_metrics_and_no_other_io_programs(tmp_path, monkeypatch):
+    """The ampere.io io program takes --metrics (its odd invocations write
+    ampere.io.metrics.jsonl); zig.threaded shares the usage text that lists --metrics but
+    records nothing, so it is never asked."""
+    from analysis.bench import BenchOptions, run_bench
+    from analysis_fakes import install_fake_bench
+
+    for name in [n for n in __import__("os").environ if n.startswith("FAKE_")]:
+        monkeypatch.delenv(name)
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    monkeypatch.setenv("FAKE_LOG", str(tmp_path / "log.txt"))
+    binaries = {"ampere": install_fake_bench(folder, "ampere"), "tokio": install_fake_bench(folder, "tokio"),
+                "ampere.io": install_fake_bench(folder, "ampere.io", metrics=True),
+                "zig.threaded": install_fake_bench(folder, "zig.threaded", metrics=True),
+                "zio": folder / "no_such_io_bench_zio"}
+    options = BenchOptions(suite="io", quick=True, invocations=2, workers=(1, 2), data_dir=str(tmp_path / "data"),
+                           binaries=binaries, warmup=False)
+    run_dir = run_bench(options)
+    info = json.loads((run_dir / "run.json").read_text())
+    assert info["metrics_files"] == {"ampere": "ampere.metrics.jsonl", "ampere.io": "ampere.io.metrics.jsonl",
+                                     "zig.threaded": None, "tokio": None}
+    commands = (tmp_path / "log.txt").read_text().splitlines()
+    assert any("--variant ampere.io" in line and "--metrics" in line for line in commands)
+    assert not any("--variant zig.threaded" in line and "--metrics" in line for line in commands)
+    run = load_run(str(run_dir))
+    io_counts = run.metrics[run.metrics["runtime"] == "ampere.io"]
+    assert set(io_counts["suite"]) == {"io"} and set(io_counts["workers"]) == {1, 2}

@@ -231,3 +231,23 @@ def test_http_suite_runs_briefly_on_the_real_servers(tmp_path):
     table = httpsuite.summary(run)
     assert len(table) == 2 * 3 and (table["rps"] > 0).all() and (table["p99_ns"] > 0).all()
     assert (table["cpu_ns_per_request"] > 0).all()
+
+
+def test_ampere_io_records_runtime_metrics_on_the_io_rows(tmp_path):
+    """The real ampere.io io program under the orchestrator: its odd invocations take --metrics,
+    and the counts show the direct fiber hand-offs of the queue ping-pong (every hop of a pair
+    on one worker hands off, up to the LIFO cap)."""
+    from analysis import load_run
+
+    data = tmp_path / "data"
+    done = subprocess.run([sys.executable, "-m", "analysis", "bench", "--suite", "io", "--quick",
+                           "--runtimes", "ampere.io,tokio", "--invocations", "2", "--workers", "1",
+                           "--data-dir", str(data)],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    run = load_run(next((data / "runs").iterdir()))
+    assert run.info["metrics_files"]["ampere.io"] == "ampere.io.metrics.jsonl"
+    counts = run.metrics[run.metrics["runtime"] == "ampere.io"]
+    assert set(counts["invocation"]) == {1}  # the odd measured invocation only
+    pingpong = counts[(counts["benchmark"] == "io_queue_pingpong") & (counts["param"] == "pairs=1")].iloc[0]
+    assert pingpong["handoffs"] >= pingpong["ops"] and pingpong["handoffs"] <= pingpong["lifo_hits"]
