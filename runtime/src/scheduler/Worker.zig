@@ -381,21 +381,28 @@ fn countLifoPoll(self: *Worker) void {
 }
 
 fn pollTask(self: *Worker, task: *Header) void {
+    if (!self.beginPoll(task)) return;
+    assert(self.polled == null and self.handoff_from == null);
+    self.polled = task;
+    const ready = task.vtable.poll(task);
+    // The task that came back: `task`, or the last one a direct hand-off ran.
+    const back = self.polled.?;
+    self.polled = null;
+    assert(self.handoff_from == null); // Every hand-off was finished on landing.
+    if (ready) self.shared.finishTask(back) else self.afterPending(back);
+}
+
+/// Counts a poll of `task` (queued, taken by this worker) and makes it `running`; true if it is
+/// to be polled, false if its cancellation was requested — then it is cancelled and finished
+/// here instead (by `pollTask` and by a direct hand-off alike).
+fn beginPoll(self: *Worker, task: *Header) bool {
     self.metrics.bump(.polls);
     switch (task.transitionToRunning()) {
+        .poll => return true,
         .cancel => {
             task.vtable.cancel(task);
             self.shared.finishTask(task);
-        },
-        .poll => {
-            assert(self.polled == null and self.handoff_from == null);
-            self.polled = task;
-            const ready = task.vtable.poll(task);
-            // The task that came back: `task`, or the last one a direct hand-off ran.
-            const back = self.polled.?;
-            self.polled = null;
-            assert(self.handoff_from == null); // Every hand-off was finished on landing.
-            if (ready) self.shared.finishTask(back) else self.afterPending(back);
+            return false;
         },
     }
 }
@@ -428,15 +435,7 @@ pub fn takeHandoff(self: *Worker, from: *Header, fiber_poll: *const fn (*Header)
     if (next.vtable.poll != fiber_poll or !self.lifo_enabled or budget.exhausted()) return null;
     self.lifo = null;
     self.countLifoPoll();
-    self.metrics.bump(.polls);
-    switch (next.transitionToRunning()) {
-        .cancel => {
-            next.vtable.cancel(next);
-            self.shared.finishTask(next);
-            return null;
-        },
-        .poll => {},
-    }
+    if (!self.beginPoll(next)) return null;
     self.metrics.bump(.handoffs);
     self.handoff_from = from;
     self.handoff_finished = finished;
