@@ -271,6 +271,7 @@ def scaling_table(cmp: Comparison) -> pd.DataFrame:
 METRICS_SHOWN: dict[str, str] = {
     "polls": "polls", "lifo_hits": "LIFO hits", "handoffs": "hand-offs", "parks": "parks",
     "unparks_issued": "unparks issued", "steals": "steals", "tasks_stolen": "tasks stolen",
+    "restraints": "restraints", "dozes": "dozes",
     "inject_pushes": "inject pushes", "inject_pops": "inject pops", "budget_yields": "budget yields",
     "spin_ns": "spin ns",
 }

@@ -3,6 +3,8 @@
 
 const std = @import("std");
 
+pub const StealRestraint = enum { off, adaptive, always };
+
 /// Worker threads running tasks (1..64).
 workers: u32 = 4,
 /// Upper bound of blocking-pool threads.
@@ -21,6 +23,11 @@ event_interval: u32 = 61,
 /// time, expected wake-ups, back-off). Tokio sleeps at once. 0 disables spinning; an idle
 /// runtime stops using CPU after at most this long.
 spin_before_park_ns: u64 = 20 * std.time.ns_per_us,
+/// Steal restraint (`scheduler/HelpPolicy.zig`): `.adaptive`, a worker whose recent steals did
+/// not pay stops taking work that is moving, for a while; `.off`, Tokio's eager stealing
+/// always; `.always`, restrained from the start (a worker takes only from a stuck queue, or
+/// when nobody else runs: for tests and comparisons).
+steal_restraint: StealRestraint = .adaptive,
 /// Usable bytes of each fiber stack (`Runtime.spawnFiber`, `Runtime.io()`). Address space is
 /// reserved for all of it, but a page costs memory only once a fiber touches it. The default
 /// leaves room for std's deepest call chains in Debug builds (std.http, formatted printing);

@@ -400,3 +400,78 @@ test "liveness: a watcher that gives up as the owner leaves still takes the driv
     if (late_ns > late_max_ns) std.debug.print("timer {d} ms late\n", .{late_ns / ms});
     try testing.expect(late_ns <= late_max_ns);
 }
+
+// -- steal restraint (scheduler/HelpPolicy.zig) ---------------------------------------------
+
+/// Records when it ran (clock.nowNs) into `ran_ns`.
+const Stamp = struct {
+    pub const Output = void;
+    ran_ns: *std.atomic.Value(u64),
+
+    pub fn poll(self: *Stamp, cx: *Context) Poll(void) {
+        _ = cx;
+        self.ran_ns.store(clock.nowNs(), .release);
+        return .{ .ready = {} };
+    }
+};
+
+/// Spawns two `Stamp`s on its worker — the first goes to the back of the worker's queue when
+/// the second takes the LIFO slot — then blocks the worker for `hog_ns`.
+const SpawnThenHog = struct {
+    pub const Output = void;
+    first_ns: *std.atomic.Value(u64),
+    second_ns: *std.atomic.Value(u64),
+    started_ns: *std.atomic.Value(u64),
+
+    pub fn poll(self: *SpawnThenHog, cx: *Context) Poll(void) {
+        _ = cx;
+        var first = ampere.spawn(Stamp{ .ran_ns = self.first_ns }) catch @panic("spawn failed");
+        first.detach();
+        var second = ampere.spawn(Stamp{ .ran_ns = self.second_ns }) catch @panic("spawn failed");
+        second.detach();
+        self.started_ns.store(clock.nowNs(), .release);
+        os.sleepNs(hog_ns);
+        return .{ .ready = {} };
+    }
+};
+
+test "liveness: a restrained worker takes a task queued behind a long poll" {
+    // Restrained from the start: the other worker takes only from a stuck queue. The queued
+    // Stamp's worker is stuck in one 300 ms poll: it must run within a couple of dozes.
+    for ([_]u32{ 2, 4 }) |workers| {
+        const rt = try Runtime.init(testing.allocator, .{ .workers = workers, .steal_restraint = .always });
+        defer rt.deinit();
+        var first_ns = std.atomic.Value(u64).init(0);
+        var second_ns = std.atomic.Value(u64).init(0);
+        var started_ns = std.atomic.Value(u64).init(0);
+        os.sleepNs(20 * ms); // Every worker parks.
+        const hog = try rt.spawn(SpawnThenHog{ .first_ns = &first_ns, .second_ns = &second_ns, .started_ns = &started_ns });
+        try rt.blockOn(hog);
+        while (second_ns.load(.acquire) == 0) os.sleepNs(100 * std.time.ns_per_us);
+        const waited_ns = first_ns.load(.acquire) -| started_ns.load(.acquire);
+        if (waited_ns > late_max_ns) std.debug.print("the queued task waited {d} ms\n", .{waited_ns / ms});
+        try testing.expect(first_ns.load(.acquire) != 0);
+        try testing.expect(waited_ns <= late_max_ns);
+        // The LIFO slot is not stealable (as in Tokio): the second ran after the long poll.
+        try testing.expect(second_ns.load(.acquire) >= started_ns.load(.acquire) + hog_ns);
+    }
+}
+
+test "liveness: a restrained worker takes a remote spawn while the only running worker is stuck" {
+    // The inject queue's task is left to the running worker while it takes from the queue; a
+    // running worker stuck in a long poll takes nothing, so the restrained one must.
+    const rt = try Runtime.init(testing.allocator, .{ .workers = 2, .steal_restraint = .always });
+    defer rt.deinit();
+    os.sleepNs(20 * ms);
+    var started = std.atomic.Value(bool).init(false);
+    const hog = try rt.spawn(Hog{ .duration_ns = hog_ns, .started = &started });
+    waitFor(&started);
+    var ran_ns = std.atomic.Value(u64).init(0);
+    const spawned_ns = clock.nowNs();
+    const stamp = try rt.spawn(Stamp{ .ran_ns = &ran_ns });
+    try rt.blockOn(stamp);
+    const waited_ns = ran_ns.load(.acquire) -| spawned_ns;
+    try rt.blockOn(hog);
+    if (waited_ns > late_max_ns) std.debug.print("the remote spawn waited {d} ms\n", .{waited_ns / ms});
+    try testing.expect(waited_ns <= late_max_ns);
+}

@@ -36,6 +36,8 @@ test {
     _ = @import("scheduler/OwnedTasks.zig");
     _ = @import("scheduler/Metrics.zig");
     _ = @import("scheduler/SpinPolicy.zig");
+    _ = @import("scheduler/HelpPolicy.zig");
+    _ = @import("scheduler/restraint_tests.zig");
     _ = @import("scheduler/TaskBlocks.zig");
     _ = @import("time/Wheel.zig");
     _ = @import("time/Driver.zig");

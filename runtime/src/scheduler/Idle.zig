@@ -145,6 +145,15 @@ pub fn spinningWorkers(self: *const Idle) u32 {
     return @popCount(self.spinning.load(.monotonic));
 }
 
+/// Whether a worker other than the caller is awake and not searching (running tasks: it takes
+/// from the inject queue itself, at least every `global_queue_interval` ticks). `caller_working`:
+/// the caller is awake and not searching itself (it is not counted).
+pub fn othersWorking(self: *const Idle, caller_working: bool) bool {
+    const state = self.state.load(.seq_cst);
+    assert(searching(state) <= unparked(state));
+    return unparked(state) - searching(state) > @intFromBool(caller_working);
+}
+
 /// A worker without local work wants to steal. False when half the workers already search.
 pub fn transitionWorkerToSearching(self: *Idle) bool {
     const state = self.state.load(.seq_cst);
@@ -254,4 +263,19 @@ test "at most half the workers search" {
     try std.testing.expect(idle.unparkWorkerById(1));
     try std.testing.expect(!idle.unparkWorkerById(1));
     try std.testing.expectEqual(@as(?u32, 0), idle.anySleeper());
+}
+
+test "others working: awake and not searching, the caller not counted" {
+    var idle = Idle.init(3);
+    try std.testing.expect(idle.othersWorking(true)); // Three awake workers, none searching.
+    try std.testing.expect(!idle.transitionWorkerToParked(1, false));
+    try std.testing.expect(!idle.transitionWorkerToParked(2, false));
+    try std.testing.expect(!idle.othersWorking(true)); // The caller is the only one awake.
+    try std.testing.expect(idle.transitionWorkerToSearching());
+    try std.testing.expect(!idle.othersWorking(false)); // ...and now it searches.
+    try std.testing.expect(idle.transitionWorkerFromSearching()); // It found work.
+    try std.testing.expectEqual(@as(?u32, 1), idle.workerToNotify()); // Woken: searching.
+    try std.testing.expect(!idle.othersWorking(true)); // A searcher does not count.
+    try std.testing.expect(idle.transitionWorkerFromSearching()); // Worker 1 found work.
+    try std.testing.expect(idle.othersWorking(true));
 }

@@ -22,6 +22,9 @@ mutex: Lock align(std.atomic.cache_line) = .{},
 head: ?*Header = null,
 tail: ?*Header = null,
 count: std.atomic.Value(usize) = .init(0),
+/// Tasks taken so far (written under the lock, read without it: a restrained searcher compares
+/// two reads to see whether anybody takes from the queue; `HelpPolicy`).
+popped: std.atomic.Value(u64) = .init(0),
 
 pub fn len(self: *const InjectQueue) usize {
     return self.count.load(.seq_cst);
@@ -29,6 +32,11 @@ pub fn len(self: *const InjectQueue) usize {
 
 pub fn isEmpty(self: *const InjectQueue) bool {
     return self.len() == 0;
+}
+
+/// `popped`: how many tasks have been taken so far.
+pub fn poppedCount(self: *const InjectQueue) u64 {
+    return self.popped.load(.monotonic);
 }
 
 pub fn push(self: *InjectQueue, task: *Header) void {
@@ -65,6 +73,7 @@ fn popLocked(self: *InjectQueue) ?*Header {
     if (self.head == null) self.tail = null;
     task.queue_next = null;
     self.count.store(self.count.load(.monotonic) - 1, .seq_cst);
+    self.popped.store(self.popped.load(.monotonic) + 1, .monotonic);
     return task;
 }
 
@@ -84,6 +93,7 @@ pub fn popBatch(self: *InjectQueue, max: usize) ?*Header {
     last.queue_next = null;
     assert(taken <= max and taken <= self.count.load(.monotonic));
     self.count.store(self.count.load(.monotonic) - taken, .seq_cst);
+    self.popped.store(self.popped.load(.monotonic) + taken, .monotonic);
     assert((self.head == null) == (self.count.load(.monotonic) == 0));
     return first;
 }
@@ -103,4 +113,5 @@ test "FIFO order and batches" {
     try std.testing.expectEqual(&tasks[4], queue.pop().?);
     try std.testing.expect(queue.pop() == null);
     try std.testing.expect(queue.isEmpty());
+    try std.testing.expectEqual(@as(u64, 5), queue.poppedCount()); // Pops and batches count.
 }

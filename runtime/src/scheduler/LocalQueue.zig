@@ -70,6 +70,13 @@ pub fn isEmpty(self: *const LocalQueue) bool {
     return self.len() == 0;
 }
 
+/// How many tasks have been taken from this queue so far (popped by the owner or claimed by
+/// stealers), modulo 2^32: a queue that holds tasks and whose count did not change between
+/// two looks has an owner stuck in one poll (`HelpPolicy`).
+pub fn takenCount(self: *const LocalQueue) u32 {
+    return unpackReal(self.head.load(.acquire));
+}
+
 /// Free slots, as seen by the owner.
 pub fn remainingSlots(self: *const LocalQueue) u32 {
     const steal = unpackSteal(self.head.load(.acquire));
@@ -260,6 +267,21 @@ test "steal takes half, rounded up, and returns one to run" {
     for (tasks[0..3]) |*t| try testing.expectEqual(t, destination.pop().?);
     for (tasks[4..7]) |*t| try testing.expectEqual(t, source.pop().?);
     try testing.expect(source.stealInto(&destination) == null);
+}
+
+test "the taken count moves with pops and steals, not with pushes" {
+    var inject = InjectQueue{};
+    var source = LocalQueue{};
+    var destination = LocalQueue{};
+    var tasks = testTasks(6);
+    for (&tasks) |*t| _ = source.pushBackOrOverflow(t, &inject);
+    try testing.expectEqual(@as(u32, 0), source.takenCount()); // A stuck owner: nothing taken.
+    _ = source.pop().?;
+    try testing.expectEqual(@as(u32, 1), source.takenCount());
+    _ = source.stealInto(&destination).?; // Takes 3 of the 5 left.
+    try testing.expectEqual(@as(u32, 4), source.takenCount());
+    _ = source.pushBackOrOverflow(&tasks[0], &inject);
+    try testing.expectEqual(@as(u32, 4), source.takenCount());
 }
 
 test "concurrent pops and steals hand out every task exactly once" {

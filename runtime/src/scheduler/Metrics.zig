@@ -58,6 +58,10 @@ pub const Event = enum(u8) {
     steals,
     /// Tasks taken by those steals (including the one run at once).
     tasks_stolen,
+    /// Steal restraint began: the worker's last `HelpPolicy.restrain_after` helps did not pay.
+    restraints,
+    /// A restrained searcher slept between two looks at the queues (`HelpPolicy.doze_ns`).
+    dozes,
     /// Tasks put into the inject queue (remote spawns and wakes, local-queue overflow).
     inject_pushes,
     /// Tasks taken from the inject queue.
@@ -134,6 +138,11 @@ pub const Counters = struct {
         // Relaxed: a count, read by others only for reporting; the owner is the only writer,
         // so load + store loses nothing.
         counter.store(counter.load(.monotonic) +% amount, .monotonic);
+    }
+
+    /// One counter's value (relaxed; exact on the owner's thread).
+    pub inline fn get(self: *const Counters, event: Event) u64 {
+        return self.values[@intFromEnum(event)].load(.monotonic);
     }
 
     /// Any thread (the external set): +`amount` with a relaxed read-modify-write.

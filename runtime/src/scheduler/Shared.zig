@@ -95,6 +95,7 @@ const InjectQueue = @import("InjectQueue.zig");
 const Idle = @import("Idle.zig");
 const OwnedTasks = @import("OwnedTasks.zig");
 const Metrics = @import("Metrics.zig");
+const HelpPolicy = @import("HelpPolicy.zig");
 
 const Shared = @This();
 
@@ -106,6 +107,11 @@ pub const Remote = struct {
     /// owner; and spins reading it); anyone unparks it. On a line of its own, apart from the
     /// queue's slots that thieves read.
     parker: Parker align(std.atomic.cache_line) = .{},
+    /// The worker is dozing (`Worker.doze`): a restrained searcher asleep between two looks.
+    /// Set (seq_cst) by the worker before it re-checks that somebody works, cleared after the
+    /// doze; read by a worker going to sleep, after its seq_cst registration, which unparks a
+    /// dozer when nobody works any more (`kickDozers`).
+    dozing: std.atomic.Value(bool) = .init(false),
     /// A notification the worker deferred (`Worker.deferNotification`): 0 for none, otherwise
     /// a token that changes with every loop iteration of the worker. Written by the worker
     /// (seq_cst when published, see "Deferred notifications"; monotonic when withdrawn), read
@@ -116,6 +122,8 @@ pub const Remote = struct {
     /// the I/O driver's event buffer).
     deferred_seen: u32 = 0,
     deferred_issued: u32 = 0,
+    /// This worker's steal restraint (`HelpPolicy`). This worker's thread only.
+    help: HelpPolicy = .{},
     /// Task blocks of this worker freed on other workers (`TaskBlocks`, "Blocks freed
     /// elsewhere"): pushed by them, taken whole by this worker. Its own line: the pushers
     /// write it once per freed task.
@@ -205,7 +213,10 @@ pub fn init(
         .runtime = runtime,
     };
     try self.io.init(allocator);
-    for (self.remotes) |*remote| remote.parker.io = &self.io;
+    for (self.remotes) |*remote| {
+        remote.parker.io = &self.io;
+        remote.help = HelpPolicy.init(options.steal_restraint);
+    }
     assert(self.remotes.len == options.workers);
 }
 
@@ -354,6 +365,19 @@ pub fn ownerTimeoutNs(self: *Shared) ?u64 {
     const timer_ns = self.driver.parkTimeoutNs();
     if (!self.watch.armed.load(.seq_cst)) return timer_ns;
     return @min(timer_ns orelse deferred_bound_ns, deferred_bound_ns);
+}
+
+/// A worker went to sleep and nobody works any more: a dozing searcher (waiting for a queue
+/// that was moving) must look again now rather than at the end of its doze, or work that
+/// arrives meanwhile waits for the doze: its search suppresses notifications. Store-then-load
+/// on both sides (the sleeper's registration, then `dozing`; the dozer's `dozing`, then
+/// `Idle.state`), all seq_cst: either the dozer sees nobody working and does not sleep, or the
+/// sleeper sees it dozing and unparks it.
+pub fn kickDozers(self: *Shared, except: u32) void {
+    for (self.remotes, 0..) |*remote, index| {
+        if (index == except) continue;
+        if (remote.dozing.load(.seq_cst)) remote.parker.unpark();
+    }
 }
 
 /// The last searcher going to sleep re-checks every queue once more. True if it unparked a

@@ -99,6 +99,9 @@ const Shared = @import("Shared.zig");
 const hook = @import("../hook.zig");
 const Metrics = @import("Metrics.zig");
 const SpinPolicy = @import("SpinPolicy.zig");
+const HelpPolicy = @import("HelpPolicy.zig");
+const Idle = @import("Idle.zig");
+const clock = @import("../time/clock.zig");
 const TaskBlocks = @import("TaskBlocks.zig");
 
 const Worker = @This();
@@ -226,6 +229,13 @@ pub fn current() ?*Worker {
     return current_worker;
 }
 
+/// This worker's steal restraint and the restrained search's looks (owner thread only; in
+/// `Shared.Remote`, not here: 300 bytes more of this struct pushed its hot fields apart,
+/// 10% on task_spawn).
+fn help(self: *Worker) *HelpPolicy {
+    return &self.shared.remotes[self.index].help;
+}
+
 /// This worker's run queue (the stealable part lives in `Shared`).
 pub fn local(self: *Worker) *LocalQueue {
     assert(self.index < self.shared.remotes.len);
@@ -255,6 +265,10 @@ pub fn run(self: *Worker) void {
         }
         if (self.stealWork()) |task| {
             self.runTask(task);
+            continue;
+        }
+        if (self.help().doze_wanted) {
+            self.doze();
             continue;
         }
         self.park();
@@ -287,14 +301,23 @@ fn pushBack(self: *Worker, task: *Header) void {
 }
 
 fn nextTask(self: *Worker) ?*Header {
-    if (countdown(&self.until_inject_first, self.shared.options.global_queue_interval)) {
+    // A searcher has no local work to be fair against, and its takes from the inject queue
+    // follow `stealWork`'s rules when it is restrained.
+    if (!self.is_searching and countdown(&self.until_inject_first, self.shared.options.global_queue_interval)) {
         if (self.shared.inject.pop()) |task| {
             self.metrics.bump(.inject_pops);
             return task;
         }
-        return self.nextLocalTask();
     }
     if (self.nextLocalTask()) |task| return task;
+    // Out of local work: the help that brought the last work here is over (`HelpPolicy`).
+    if (self.help().helping()) {
+        if (self.help().endHelp(clock.nowNs(), self.metrics.get(.polls)) == .restrained) self.metrics.bump(.restraints);
+    }
+    // A restrained worker leaves the inject queue to the workers that run (`stealWork`'s rules),
+    // if any does.
+    if (self.help().mayBeRestrained() and self.help().restrainedAt(clock.nowNs()) and
+        self.shared.idle.othersWorking(!self.is_searching)) return null;
     return self.takeFromInject();
 }
 
@@ -328,6 +351,7 @@ fn takeFromInject(self: *Worker) ?*Header {
     }
     assert(moved < batch_max);
     self.metrics.bumpBy(.inject_pops, moved + 1);
+    self.noteTaken(moved + 1);
     return first;
 }
 
@@ -338,6 +362,7 @@ fn runTask(self: *Worker, task: *Header) void {
     self.spin.confirm();
     if (self.is_searching) {
         self.is_searching = false;
+        self.endSearch();
         // The last searcher to find work wakes another worker only if a queue still holds
         // work (its own, after a stolen batch, included) or the drivers would be left
         // unattended (`Shared.notifyIfNeeded`). Tokio wakes one unconditionally; with one
@@ -493,25 +518,110 @@ fn stealWork(self: *Worker) ?*Header {
     assert(self.lifo == null);
     assert(self.local().isEmpty()); // Only a worker without local work steals.
     const shared = self.shared;
+    self.help().doze_wanted = false;
+    assert(!self.help().helping()); // `nextTask` ended it.
     if (!self.is_searching) {
         if (!shared.idle.transitionWorkerToSearching()) return null;
         self.is_searching = true;
         self.metrics.bump(.searches);
     }
+    const restrained = self.help().mayBeRestrained() and self.help().restrainedAt(clock.nowNs());
     const count: u32 = @intCast(shared.remotes.len);
     const start: u32 = @intCast(self.nextRandom() % count);
     var offset: u32 = 0;
     while (offset < count) : (offset += 1) {
         const victim_index = (start + offset) % count;
         if (victim_index == self.index) continue;
+        if (restrained and !self.victimStuck(victim_index)) continue;
         if (shared.remotes[victim_index].local.stealInto(self.local())) |stolen| {
             assert(stolen.count > 0 and stolen.count <= LocalQueue.capacity / 2);
             self.metrics.bump(.steals);
             self.metrics.bumpBy(.tasks_stolen, stolen.count);
+            self.noteTaken(stolen.count);
             return stolen.first;
         }
     }
+    if (restrained and !self.injectStuck()) return null;
     return self.takeFromInject();
+}
+
+/// Restrained search: whether worker `victim`'s queue holds tasks and nobody took one since
+/// this worker's previous look (its owner is stuck in one poll). Otherwise records the count
+/// for the next look and asks for a doze if the queue holds tasks.
+fn victimStuck(self: *Worker, victim: u32) bool {
+    const queue = &self.shared.remotes[victim].local;
+    const bit = @as(u64, 1) << @intCast(victim);
+    if (queue.isEmpty()) {
+        self.help().seen_valid &= ~bit;
+        return false;
+    }
+    const taken = queue.takenCount();
+    const seen = &self.help().seen_taken[victim];
+    if (self.help().seen_valid & bit != 0 and seen.* == taken) return true;
+    seen.* = taken;
+    self.help().seen_valid |= bit;
+    self.help().doze_wanted = true;
+    return false;
+}
+
+/// Restrained search: whether to take from the inject queue: it holds tasks and no worker is
+/// running (nobody else would take them) or nobody took one since the previous look.
+fn injectStuck(self: *Worker) bool {
+    const inject = &self.shared.inject;
+    if (inject.isEmpty()) {
+        self.help().seen_inject_valid = false;
+        return false;
+    }
+    if (!self.shared.idle.othersWorking(false)) return true;
+    const popped = inject.poppedCount();
+    if (self.help().seen_inject_valid and self.help().seen_inject_popped == popped) return true;
+    self.help().seen_inject_popped = popped;
+    self.help().seen_inject_valid = true;
+    self.help().doze_wanted = true;
+    return false;
+}
+
+/// This worker, out of local work, took `taken` tasks from another worker's queue or the
+/// inject queue: a help (`HelpPolicy`) if another worker is running — the take then moves
+/// work away from it. Nobody running (remote wake-ups of an idle runtime, a blocking-pool
+/// hand-off): nothing moves, nothing to judge.
+fn noteTaken(self: *Worker, taken: u64) void {
+    if (!self.help().tracking()) return;
+    if (!self.shared.idle.othersWorking(!self.is_searching)) return;
+    self.help().beginHelp(clock.nowNs(), self.metrics.get(.polls), taken);
+}
+
+/// The search found work (`runTask`) or gave up (`park`): the restrained search's looks are
+/// forgotten.
+fn endSearch(self: *Worker) void {
+    self.help().seen_valid = 0;
+    self.help().seen_inject_valid = false;
+}
+
+/// A restrained searcher's sleep between two looks (`HelpPolicy.doze_ns`), still counted as
+/// searching. In the I/O driver when it can claim the drivers (nobody attends them while it
+/// dozes otherwise: an event or a due timer ends the doze and its tasks land here); on its
+/// futex when another worker owns them. Nobody unparks a searcher but shutdown, which ends it.
+fn doze(self: *Worker) void {
+    assert(self.is_searching);
+    assert(self.lifo == null and self.local().isEmpty());
+    const shared = self.shared;
+    const dozing = &shared.remotes[self.index].dozing;
+    dozing.store(true, .seq_cst);
+    defer dozing.store(false, .monotonic);
+    // The worker it waits for may have gone to sleep meanwhile (`Shared.kickDozers`).
+    if (!shared.idle.othersWorking(false)) return;
+    self.metrics.bump(.dozes);
+    if (shared.driver.owner.cmpxchgStrong(Driver.no_owner, self.index, .seq_cst, .seq_cst) == null) {
+        defer shared.leaveOwnership();
+        self.stopWatching(); // The owner attends the drivers itself (as in `parkOnce`).
+        if (self.parker().pollIo()) return;
+        const timeout_ns = @min(shared.ownerTimeoutNs() orelse HelpPolicy.doze_ns, HelpPolicy.doze_ns);
+        if (timeout_ns > 0) self.parker().parkIo(timeout_ns);
+        _ = shared.driver.processIfDue();
+        return;
+    }
+    _ = self.parker().parkTimeout(HelpPolicy.doze_ns);
 }
 
 fn park(self: *Worker) void {
@@ -519,9 +629,11 @@ fn park(self: *Worker) void {
     assert(self.lifo == null);
     if (!self.local().isEmpty()) return;
     hook.reachedBy(.worker_before_sleep, self);
+    self.endSearch();
     const last_searcher = shared.idle.transitionWorkerToParked(self.index, self.is_searching);
     self.is_searching = false;
     self.metrics.bump(.parks);
+    if (!shared.idle.othersWorking(false)) shared.kickDozers(self.index);
     if (last_searcher and shared.notifyIfWorkPending()) self.metrics.bump(.unparks_issued);
     while (!shared.isShuttingDown()) {
         const was_owner = self.parkOnce();
