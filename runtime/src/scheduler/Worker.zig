@@ -8,7 +8,9 @@
 //!    from outside cannot starve behind a busy local queue; otherwise take the LIFO slot, then
 //!    the local queue, then a batch from the inject queue.
 //! 2. Nothing local: become a searcher (at most half the workers) and steal half of a random
-//!    victim's queue, then try the inject queue.
+//!    victim's queue, then try the inject queue. A worker whose recent takes did not pay is
+//!    *restrained* for a while (`HelpPolicy`): it takes only from a queue that is stuck, and
+//!    dozes between two looks (`stealWork`, `doze`).
 //! 3. Nothing anywhere: park. The first parker to claim `driver.owner` becomes the *driver
 //!    owner*: it blocks in the I/O driver's `epoll_wait`, until an I/O event, the next timer
 //!    deadline, or an unpark (which writes the driver's eventfd). The others sleep on their
@@ -100,7 +102,6 @@ const hook = @import("../hook.zig");
 const Metrics = @import("Metrics.zig");
 const SpinPolicy = @import("SpinPolicy.zig");
 const HelpPolicy = @import("HelpPolicy.zig");
-const Idle = @import("Idle.zig");
 const clock = @import("../time/clock.zig");
 const TaskBlocks = @import("TaskBlocks.zig");
 
