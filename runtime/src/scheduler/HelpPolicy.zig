@@ -52,6 +52,7 @@ const assert = std.debug.assert;
 const HelpPolicy = @This();
 const StealRestraint = @import("../Options.zig").StealRestraint;
 const Idle = @import("Idle.zig");
+const clock = @import("../time/clock.zig");
 
 /// A help that ran this long paid, whatever it ran.
 pub const long_help_ns: u64 = 20 * std.time.ns_per_us;
@@ -165,10 +166,15 @@ pub fn restrainedAt(self: *HelpPolicy, now_ns: u64) bool {
     return false;
 }
 
-/// Whether a restraint may be in force (the caller then reads the clock for `restrainedAt`):
-/// no clock read on the eager path.
+/// Whether a restraint may be in force (then `restrainedAt` needs the clock): no clock read on
+/// the eager path.
 pub fn mayBeRestrained(self: *const HelpPolicy) bool {
     return self.restrained_until_ns != 0 or self.mode == .always;
+}
+
+/// `restrainedAt` now; the clock is read only when a restraint may be in force.
+pub fn restrainedNow(self: *HelpPolicy) bool {
+    return self.mayBeRestrained() and self.restrainedAt(clock.nowNs());
 }
 
 const testing = std.testing;

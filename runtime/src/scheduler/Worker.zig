@@ -317,8 +317,7 @@ fn nextTask(self: *Worker) ?*Header {
     }
     // A restrained worker leaves the inject queue to the workers that run (`stealWork`'s rules),
     // if any does.
-    if (self.help().mayBeRestrained() and self.help().restrainedAt(clock.nowNs()) and
-        self.shared.idle.othersWorking(!self.is_searching)) return null;
+    if (self.help().restrainedNow() and self.shared.idle.othersWorking(!self.is_searching)) return null;
     return self.takeFromInject();
 }
 
@@ -526,7 +525,7 @@ fn stealWork(self: *Worker) ?*Header {
         self.is_searching = true;
         self.metrics.bump(.searches);
     }
-    const restrained = self.help().mayBeRestrained() and self.help().restrainedAt(clock.nowNs());
+    const restrained = self.help().restrainedNow();
     const count: u32 = @intCast(shared.remotes.len);
     const start: u32 = @intCast(self.nextRandom() % count);
     var offset: u32 = 0;
@@ -613,7 +612,7 @@ fn doze(self: *Worker) void {
     // The worker it waits for may have gone to sleep meanwhile (`Shared.kickDozers`).
     if (!shared.idle.othersWorking(false)) return;
     self.metrics.bump(.dozes);
-    if (shared.driver.owner.cmpxchgStrong(Driver.no_owner, self.index, .seq_cst, .seq_cst) == null) {
+    if (self.claimDrivers()) {
         defer shared.leaveOwnership();
         self.stopWatching(); // The owner attends the drivers itself (as in `parkOnce`).
         if (self.parker().pollIo()) return;
@@ -659,10 +658,16 @@ fn park(self: *Worker) void {
 /// The spinning slot is given back as soon as the spin ends, before the thread blocks: a
 /// sleeper holding it would keep other workers from spinning and make notifiers choose it
 /// for the "cheap" wake-up (a memory write) that is really a futex or eventfd wake-up.
+/// Claims `driver.owner` for this worker if nobody owns the drivers (seq_cst: successive turns
+/// are ordered, see "The driver owner"). Released by `Shared.leaveOwnership`, or by
+/// `maintenance`'s store after its non-blocking turn.
+fn claimDrivers(self: *Worker) bool {
+    return self.shared.driver.owner.cmpxchgStrong(Driver.no_owner, self.index, .seq_cst, .seq_cst) == null;
+}
+
 fn parkOnce(self: *Worker) bool {
-    const driver = &self.shared.driver;
     hook.reachedBy(.worker_before_owner_claim, self);
-    if (driver.owner.cmpxchgStrong(Driver.no_owner, self.index, .seq_cst, .seq_cst) == null) {
+    if (self.claimDrivers()) {
         defer self.shared.leaveOwnership();
         self.stopWatching(); // The owner attends the drivers itself.
         // Events already queued come first: their tasks run without any sleep or spin.
@@ -789,7 +794,7 @@ fn maintenance(self: *Worker) void {
     const shared = self.shared;
     _ = shared.driver.processIfDue();
     if (!shared.io.hasRegistrations()) return;
-    if (shared.driver.owner.cmpxchgStrong(Driver.no_owner, self.index, .seq_cst, .seq_cst) != null) return;
+    if (!self.claimDrivers()) return;
     _ = shared.io.turn(0);
     shared.driver.owner.store(Driver.no_owner, .seq_cst);
 }
