@@ -495,15 +495,51 @@ fn fanIn(receiver: Channel.Receiver, sender: Channel.Sender, producers: u64) !u6
     return consume(receiver);
 }
 
-test "a fiber that finishes hands off to the fiber it woke; its stack is released on landing" {
+/// Spawns one producer at a time and receives its value before the next: the consumer waits
+/// each time with nothing else queued.
+fn oneByOne(receiver: Channel.Receiver, sender: Channel.Sender, producers: u64) !u64 {
+    const rt = Runtime.current().?;
+    var tx = sender;
+    var rx = receiver;
+    defer rx.deinit();
+    var sum: u64 = 0;
+    for (0..producers) |i| {
+        var handle = try rt.spawnFiber(sendOne, .{ tx.clone(), i });
+        handle.detach();
+        sum += fiber.await(rx.recv()) catch unreachable;
+    }
+    tx.deinit();
+    return sum;
+}
+
+test "a fiber that finishes with nothing else queued hands off to the fiber it woke; its stack is released on landing" {
     const rt = try newRuntime(1);
     defer rt.deinit();
     const tx, const rx = try Channel.init(testing.allocator, 1);
     const producers: u64 = ampere_testing.scaled(5_000, 50);
-    const before = rt.metrics().total().get(.handoffs);
+    const before = rt.metrics().total();
+    try testing.expectEqual(producers * (producers - 1) / 2, try rt.blockOn(try rt.spawnFiber(oneByOne, .{ rx, tx, producers })));
+    const counts = rt.metrics().total().minus(before);
+    // Each round: the consumer waits and hands off to the producer it spawned; the producer's
+    // send wakes the consumer into the LIFO slot, and it finishes and hands straight back.
+    // Two hand-offs a round, but a chain of LIFO polls stops at `lifo_polls_max` (3): 1.5.
+    try testing.expect(counts.get(.handoffs) >= producers);
+    try testing.expectEqual(@as(u64, 0), counts.get(.lifo_requeues));
+    try testing.expectEqual(@as(usize, 0), rt.fibers.stacks.inUse());
+}
+
+test "a fiber that finishes with tasks queued sends the fiber it woke behind them: a fan-in consumer wakes once" {
+    const rt = try newRuntime(1);
+    defer rt.deinit();
+    const producers: u64 = ampere_testing.scaled(200, 50); // Within the local queue (256).
+    const tx, const rx = try Channel.init(testing.allocator, producers);
+    const before = rt.metrics().total();
     try testing.expectEqual(producers * (producers - 1) / 2, try rt.blockOn(try rt.spawnFiber(fanIn, .{ rx, tx, producers })));
-    // Each producer's send wakes the waiting consumer into the LIFO slot; the producer then
-    // finishes and hands the worker straight to it.
-    try testing.expect(rt.metrics().total().get(.handoffs) - before >= producers / 2);
+    const counts = rt.metrics().total().minus(before);
+    // The first producer to run wakes the waiting consumer and finishes with the others
+    // queued: the consumer goes behind them and then drains every value in one poll. Without
+    // the rule it ran after each producer: about two polls per producer.
+    try testing.expectEqual(@as(u64, 1), counts.get(.lifo_requeues));
+    try testing.expect(counts.get(.polls) <= producers + 4);
     try testing.expectEqual(@as(usize, 0), rt.fibers.stacks.inUse());
 }

@@ -188,6 +188,9 @@ pub const Task = struct {
         if (self.fiber.stack == null) self.fiber.attachStack(self.fibers.stacks.takeReserved());
         const back = fromFiber(self.fiber.resumeOnce(&self.cx));
         if (back.fiber.status != .finished) return false;
+        // Before `releaseStack` (a group member wakes its awaiter there) and the completion
+        // (join waiters): only what the fiber's own code woke is re-queued.
+        if (Worker.currentFor(back.header.scheduler)) |worker| worker.settleLifoOnFinish();
         back.releaseStack();
         return true;
     }

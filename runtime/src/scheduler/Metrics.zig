@@ -39,6 +39,10 @@ pub const Event = enum(u8) {
     /// (`Worker.takeHandoff`, "Direct hand-off" in fiber/Fiber.zig) instead of through the
     /// worker's stack.
     handoffs,
+    /// A fiber polled by this worker finished with a task it woke in the LIFO slot while other
+    /// tasks were queued: that task went to the back of the local queue instead
+    /// (`Worker.settleLifoOnFinish`).
+    lifo_requeues,
     /// A task woken on this worker was queued locally (LIFO slot or back of the local queue).
     local_schedules,
     /// A task's poll ended because its cooperative budget ran out (it was re-queued).
