@@ -82,7 +82,14 @@
 //! A fiber that suspends while the LIFO slot holds a fiber task switches straight to it (a
 //! direct hand-off: `takeHandoff` on its stack, `finishHandoff` on the other's; fiber/Fiber.zig,
 //! "Direct hand-off"). It is a LIFO poll like any other: counted against `lifo_polls_max` and the
-//! chain's budget, so the cap above holds for chains of hand-offs too. `polled` names the task
+//! chain's budget, so the cap above holds for chains of hand-offs too — while another task waits.
+//! With the local and inject queues empty a chain of hand-offs runs on to `handoff_polls_max`
+//! (32): the cap is fairness to queued work, and there is none, while every cut sent the next
+//! hop through the worker's loop (two stack switches and a loop iteration instead of one
+//! switch: a quarter of a one-pair std.Io.Queue ping-pong's messages). Fibers do not spend the
+//! cooperative budget, so this cap is what bounds the chain: the worker's loop (its I/O and
+//! timer checks) runs at least every 32 hand-offs. The moment a task is queued, the next
+//! hand-off past `lifo_polls_max` closes the slot as before. `polled` names the task
 //! whose poll is running, which a hand-off moves along; `pollTask` finishes that one.
 //!
 //! The LIFO slot, `tick`, `is_searching`, the spin policy and the metrics counters are written
@@ -123,6 +130,8 @@ const TaskBlocks = @import("TaskBlocks.zig");
 const Worker = @This();
 
 pub const lifo_polls_max: u32 = 3;
+/// The cap of a chain of direct hand-offs while no other task waits (`countLifoPoll`).
+pub const handoff_polls_max: u32 = 32;
 
 shared: *Shared,
 index: u32,
@@ -155,7 +164,7 @@ polled: ?*Header = null,
 /// finished (then the transition is: release its stack, complete it).
 handoff_from: ?*Header = null,
 handoff_finished: bool = false,
-/// LIFO polls in the current `runTask` chain, hand-offs included (at most `lifo_polls_max`).
+/// LIFO polls in the current `runTask` chain, hand-offs included (at most `handoff_polls_max`).
 lifo_polls: u32 = 0,
 /// Ticks left until the next `maintenance` (every `event_interval` ticks) and until the next
 /// inject-first `nextTask` (every `global_queue_interval` ticks): counted down, because
@@ -403,7 +412,7 @@ fn runTask(self: *Worker, task: *Header) void {
             self.pushBack(next);
             break;
         }
-        self.countLifoPoll();
+        self.countLifoPoll(false);
         self.pollTask(next);
     }
     // With the slot disabled the last poll could only queue at the back.
@@ -412,11 +421,16 @@ fn runTask(self: *Worker, task: *Header) void {
 }
 
 /// A poll from the LIFO slot (the loop of `runTask`, or a direct hand-off): counted, and the
-/// slot closes for the rest of the chain at `lifo_polls_max`.
-fn countLifoPoll(self: *Worker) void {
+/// slot closes for the rest of the chain at `lifo_polls_max` — for a direct hand-off only if
+/// another task waits (in the local or the inject queue), else at `handoff_polls_max`.
+fn countLifoPoll(self: *Worker, handoff: bool) void {
     self.lifo_polls += 1;
-    assert(self.lifo_polls <= lifo_polls_max);
-    if (self.lifo_polls >= lifo_polls_max) self.lifo_enabled = false;
+    assert(self.lifo_polls <= handoff_polls_max);
+    if (self.lifo_polls >= lifo_polls_max) {
+        const alone = handoff and self.lifo_polls < handoff_polls_max and
+            self.local().isEmpty() and self.shared.inject.isEmpty();
+        if (!alone) self.lifo_enabled = false;
+    }
     self.metrics.bump(.lifo_hits);
 }
 
@@ -475,7 +489,7 @@ pub fn takeHandoff(self: *Worker, from: *Header, fiber_poll: *const fn (*Header)
     const next = self.lifo orelse return null;
     if (next.vtable.poll != fiber_poll or !self.lifo_enabled or budget.exhausted()) return null;
     self.lifo = null;
-    self.countLifoPoll();
+    self.countLifoPoll(true);
     if (!self.beginPoll(next)) return null;
     self.metrics.bump(.handoffs);
     self.handoff_from = from;
