@@ -24,15 +24,21 @@
 //! stack only to switch to that fiber at once costs two switches and a trip through the
 //! worker loop per message. Instead the suspending fiber asks the task layer for a successor
 //! (`Handoff.successor`, `Worker.takeHandoff`): the LIFO task, made `running` and counted as
-//! a poll of the LIFO chain (so `lifo_polls_max` and the cooperative budget bound a chain of
-//! hand-offs exactly as they bound the worker's LIFO loop), with its stack attached. The
+//! a poll of the LIFO chain (so the LIFO caps and the cooperative budget bound a chain of
+//! hand-offs as they bound the worker's LIFO loop), with its stack attached. The
 //! suspending fiber then switches straight to it (`switchToPeer`), handing over the worker's
 //! resume context: the successor returns to the worker's `resumeOnce` when it suspends in
 //! turn (or hands off again), and the worker's `pollTask` finishes whichever task came back
 //! (`Worker.polled` names it).
 //!
 //! A fiber that *finishes* with a fiber task in the LIFO slot hands off the same way (the
-//! producer of a worker pool that woke its consumer: its last act).
+//! producer of a worker pool that woke its consumer: its last act, when nothing else is
+//! queued; see `Worker.settleLifoOnFinish`).
+//!
+//! With the LIFO slot empty, the successor is the head of the worker's local queue if it is a
+//! fiber task: the task the worker loop would pop next, so a burst of short fibers (a group's
+//! members, a pool's producers) runs as a chain of hand-offs, at most `handoff_run_max` long
+//! (`Worker.handoffSuccessor`).
 //!
 //! The one thing the suspending fiber cannot do itself is its own post-poll transition
 //! (`running` -> idle, or re-queue if it was woken meanwhile; for a finished fiber: releasing

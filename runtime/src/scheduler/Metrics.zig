@@ -35,10 +35,14 @@ pub const Event = enum(u8) {
     polls,
     /// Of `polls`: the task came from the LIFO slot (next-task slot or a LIFO chain).
     lifo_hits,
-    /// Of `lifo_hits`: a suspending fiber switched straight to the fiber task in the LIFO slot
-    /// (`Worker.takeHandoff`, "Direct hand-off" in fiber/Fiber.zig) instead of through the
-    /// worker's stack.
+    /// A suspending or finishing fiber switched straight to the next fiber task — the one in
+    /// the LIFO slot (then also a `lifo_hits`) or the head of the local queue (then also a
+    /// `queue_handoffs`) — instead of through the worker's stack (`Worker.takeHandoff`, "Direct
+    /// hand-off" in fiber/Fiber.zig). Counted as a poll of the task switched to.
     handoffs,
+    /// Of `handoffs`: the fiber task switched to was the head of the local queue (the LIFO slot
+    /// was empty), not a LIFO poll (`Worker.handoffSuccessor`).
+    queue_handoffs,
     /// A fiber polled by this worker finished with a task it woke in the LIFO slot while other
     /// tasks were queued: that task went to the back of the local queue instead
     /// (`Worker.settleLifoOnFinish`).
