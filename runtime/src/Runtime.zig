@@ -155,7 +155,7 @@ pub fn blockOn(self: *Runtime, f: anytype) future.OutputOf(@TypeOf(f)) {
 pub fn spawn(self: *Runtime, f: anytype) SpawnError!JoinHandle(future.OutputOf(@TypeOf(f))) {
     const F = @TypeOf(f);
     const shared = &self.scheduler.shared;
-    const cell = try Cell(F).create(self.allocator, f, &shared.task_scheduler, shared.nextTaskId());
+    const cell = try Cell(F).create(self.allocator, f, &shared.task_scheduler, Worker.nextTaskId(shared));
     shared.owned.insert(&cell.header) catch |err| {
         cell.destroyUnsubmitted();
         return err;

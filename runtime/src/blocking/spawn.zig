@@ -30,7 +30,7 @@ pub fn spawn(
     args: std.meta.ArgsTuple(@TypeOf(function)),
 ) Error!JoinHandle(ReturnOf(function)) {
     const F = from_fn.FromFn(function);
-    const cell = try Cell(F).create(allocator, .{ .args = args }, &blocking.scheduler, shared.nextTaskId());
+    const cell = try Cell(F).create(allocator, .{ .args = args }, &blocking.scheduler, Worker.nextTaskId(shared));
     shared.owned.insert(&cell.header) catch |err| {
         cell.destroyUnsubmitted();
         return err;

@@ -331,7 +331,7 @@ pub fn spawn(
         shared.allocator,
         fibers,
         &shared.task_scheduler,
-        shared.nextTaskId(),
+        Worker.nextTaskId(shared),
         &TypedVTable(T).vtable,
         std.mem.asBytes(&args),
         .of(Args),

@@ -1,7 +1,8 @@
 //! Every live task of a runtime, so that shutdown can cancel and free tasks that nobody will
 //! ever wake again. Sharded intrusive lists (links in `Header.owned_prev/next`), one mutex per
 //! shard, shard = task id & mask: spawns and completions on different workers rarely touch
-//! the same lock.
+//! the same lock. Ids are made so that a worker's spawns all go to a shard of its own and
+//! other threads' to the even shards (`Worker.nextTaskId`).
 //!
 //! `close` marks every shard closed under its lock; an insert into a closed shard fails, so
 //! no task can be added after shutdown began and escape cancellation.

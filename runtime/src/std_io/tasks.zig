@@ -49,6 +49,7 @@ const intrusive_list = @import("../wait/intrusive_list.zig");
 const Fiber = @import("../fiber/Fiber.zig");
 const fiber_task = @import("../fiber/task.zig");
 const Task = fiber_task.Task;
+const Worker = @import("../scheduler/Worker.zig");
 const AmpereIo = @import("State.zig");
 
 // -- spawning --------------------------------------------------------------------------------
@@ -66,7 +67,7 @@ fn spawn(
         shared.allocator,
         self.fibers,
         &shared.task_scheduler,
-        shared.nextTaskId(),
+        Worker.nextTaskId(shared),
         &Task.erased_vtable,
         context,
         context_alignment,
