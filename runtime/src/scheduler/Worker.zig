@@ -68,44 +68,47 @@
 //! lands in the LIFO slot because the running task woke it, on the bet that the waker will
 //! wait for its answer next (a request and its reply, a lock hand-off). A fiber that then
 //! *finishes* waits for nothing: when other tasks are queued (locally or in the inject queue),
-//! its LIFO task goes to their back
-//! instead of cutting in front of them. A worker pool is the case (1,000 producers of one
-//! queue, io_fan_in): each producer put its item, woke the lone consumer into the slot and
-//! returned, so the consumer ran, took one or two items and waited again before the next
-//! producer ran — a futex wake and two fiber switches per item or two. Behind the queued
-//! producers it wakes once and finds the queue's buffer full (ampere.io io_fan_in at one
-//! worker: 114 -> 81 ns/op, zio 69). Only fibers (std.Io code): a state-machine task that
-//! completes costs no switch to cut in front of, and native ping_pong measured slower with the
-//! rule. A join or group waiter woken by the completion itself is woken after this check and
-//! still lands in the slot (a parent awaiting its child resumes hot).
+//! its LIFO task goes to their back instead of cutting in front of them. A worker pool is the
+//! case (1,000 producers of one queue, io_fan_in): each producer put its item, woke the lone
+//! consumer into the slot and returned, so the consumer ran, took one or two items and waited
+//! again before the next producer ran — a futex wake and two fiber switches per item or two.
+//! Behind the queued producers it wakes once and finds the queue's buffer full (ampere.io
+//! io_fan_in at one worker: 114 -> 81 ns/op, zio 69). Only fibers (std.Io code): a
+//! state-machine task that completes costs no switch to cut in front of, and native ping_pong
+//! measured slower with the rule. A join or group waiter woken by the completion itself is
+//! woken after this check and still lands in the slot (a parent awaiting its child resumes
+//! hot).
 //!
-//! A fiber that suspends while the LIFO slot holds a fiber task switches straight to it (a
-//! direct hand-off: `takeHandoff` on its stack, `finishHandoff` on the other's; fiber/Fiber.zig,
-//! "Direct hand-off"). With the slot empty it switches to the head of the local queue if that
-//! is a fiber task (`handoffSuccessor`) — the task the loop would run next, so the order is the
-//! loop's, one stack switch instead of two (to the worker and out again) and no loop iteration:
-//! a burst of 1,000 short fibers (a std.Io group, a worker pool) runs as chains of hand-offs
-//! (ampere.io io_spawn_group at one worker 113 -> 90 ns/op, io_fan_in 80 -> 68, io_fan_out
+//! **Direct hand-off.** A fiber that suspends while the LIFO slot holds a fiber task switches
+//! straight to it (`takeHandoff` on its stack, `finishHandoff` on the other's; fiber/Fiber.zig,
+//! "Direct hand-off"). It is a LIFO poll like any other, counted against `lifo_polls_max` and
+//! the chain's budget — while another task waits. With the local and inject queues empty a
+//! chain of hand-offs runs on to `handoff_polls_max` (32): the cap is fairness to queued work,
+//! and there is none, while every cut sent the next hop through the worker's loop (two stack
+//! switches and a loop iteration instead of one switch: a quarter of a one-pair std.Io.Queue
+//! ping-pong's messages). The moment a task is queued, the next hand-off past `lifo_polls_max`
+//! closes the slot as before.
+//!
+//! With the slot empty the fiber switches to the head of the local queue if that is a fiber
+//! task (`handoffSuccessor`) — the task the loop would run next, so the order is the loop's,
+//! with one stack switch instead of two (to the worker and out again) and no loop iteration: a
+//! burst of 1,000 short fibers (a std.Io group, a worker pool) runs as chains of hand-offs
+//! (ampere.io at one worker: io_spawn_group 113 -> 90 ns/op, io_fan_in 80 -> 68, io_fan_out
 //! 79 -> 67, io_sleep d=0 163 -> 142). A head that is not a fiber's is popped all the same and
 //! kept as `popped_head`, the worker's next task after the LIFO slot. Taking the head starts a
-//! new LIFO chain, as the loop's `runTask` would (the slot opens again, its caps count afresh:
-//! a ping-pong pair among 100 keeps its LIFO hops). One `runTask` makes at most
-//! `handoff_run_max` (64) hand-offs of either kind, so the loop — its I/O and timer checks, the
-//! inject queue's turn — still comes round at least every 65 polls. It is a LIFO poll like any other: counted against `lifo_polls_max` and the
-//! chain's budget, so the cap above holds for chains of hand-offs too — while another task waits.
-//! With the local and inject queues empty a chain of hand-offs runs on to `handoff_polls_max`
-//! (32): the cap is fairness to queued work, and there is none, while every cut sent the next
-//! hop through the worker's loop (two stack switches and a loop iteration instead of one
-//! switch: a quarter of a one-pair std.Io.Queue ping-pong's messages). Fibers do not spend the
-//! cooperative budget, so this cap is what bounds the chain: the worker's loop (its I/O and
-//! timer checks) runs at least every 32 hand-offs. The moment a task is queued, the next
-//! hand-off past `lifo_polls_max` closes the slot as before. `polled` names the task
-//! whose poll is running, which a hand-off moves along; `pollTask` finishes that one.
+//! new LIFO chain, as the loop's `runTask` would (the slot opens again and its caps count
+//! afresh: a ping-pong pair among 100 keeps its LIFO hops).
+//!
+//! std.Io's waits (futex, sleep) spend no cooperative budget, so what bounds a run of
+//! hand-offs is `handoff_run_max` (64 per `runTask`, of either kind): the loop — its I/O and timer checks, the inject queue's
+//! turn — comes round at least every 65 polls. `polled` names the task whose poll is running,
+//! which a hand-off moves along; `pollTask` finishes that one.
 //!
 //! The LIFO slot, `tick`, `is_searching`, the spin policy and the metrics counters are written
 //! only by the owning thread (the counters with relaxed atomic stores, so `Runtime.metrics`
 //! may read them from anywhere: see `Metrics`). When the worker stops (shutdown), it moves its
-//! LIFO task to its local queue, so that shutdown finds every queued task in `Shared`.
+//! LIFO task (and a popped head) to its local queue, so that shutdown finds every queued task
+//! in `Shared`.
 //!
 //! ## Parking
 //!
@@ -185,8 +188,8 @@ lifo_polls: u32 = 0,
 /// Direct hand-offs in the current `runTask` (at most `handoff_run_max`).
 run_handoffs: u32 = 0,
 /// The head of the local queue, popped by a hand-off that could not switch to it (not a fiber
-/// task): the worker's next task after the LIFO slot. Owner
-/// thread only; null whenever the worker looks for work elsewhere, parks or stops.
+/// task): the worker's next task after the LIFO slot. Owner thread only; null whenever the
+/// worker looks for work elsewhere, parks or stops.
 popped_head: ?*Header = null,
 /// Ticks left until the next `maintenance` (every `event_interval` ticks) and until the next
 /// inject-first `nextTask` (every `global_queue_interval` ticks): counted down, because
@@ -223,7 +226,6 @@ fn recorder(self: *Worker) Metrics.Recorder {
     return .{ .counters = &self.metrics, .owner = true };
 }
 
-/// The worker of `shared` running on the calling thread, if the caller is one.
 /// A task id for a spawn on the calling thread. A worker of this runtime makes it from a
 /// counter of its own: `(count << 16) | (2 * index + 1)` — odd, unique per worker, and always
 /// selecting the worker's own owned-list shard (`OwnedTasks`: shard = id & mask, and the mask
@@ -244,6 +246,7 @@ pub fn nextTaskId(shared: *Shared) u64 {
     return id << 1;
 }
 
+/// The worker of `shared` running on the calling thread, if the caller is one.
 pub fn currentOf(shared: *const Shared) ?*Worker {
     const worker = current_worker orelse return null;
     return if (worker.shared == shared) worker else null;
