@@ -1019,3 +1019,26 @@ test "blockOn allocates nothing in steady state, and only through the runtime's 
     try testing.expectEqual(@as(usize, 2), rt.parkers.allocated.load(.monotonic));
     try testing.expectEqual(@as(u64, 1), counting.snapshot().count);
 }
+
+test "task ids: a worker's are odd and select its own owned-list shard, another thread's are even; all unique" {
+    const rt = try Runtime.init(testing.allocator, .{ .workers = 2 });
+    defer rt.deinit();
+    const shared = &rt.scheduler.shared;
+    const Probe = struct {
+        pub const Output = [2]u64;
+        pub fn poll(self: *@This(), cx: *Context) Poll([2]u64) {
+            _ = self;
+            _ = cx;
+            const worker = Worker.current().?;
+            const first = Worker.nextTaskId(worker.shared);
+            const second = Worker.nextTaskId(worker.shared);
+            assert(first & 0xffff == 2 * @as(u64, worker.index) + 1);
+            return .{ .ready = .{ first, second } };
+        }
+    };
+    const ids = try rt.blockOn(try rt.spawn(Probe{}));
+    try testing.expect(ids[0] % 2 == 1 and ids[1] % 2 == 1 and ids[0] != ids[1]);
+    try testing.expectEqual(ids[0] & shared.owned.mask, ids[1] & shared.owned.mask);
+    const outside = [2]u64{ Worker.nextTaskId(shared), Worker.nextTaskId(shared) };
+    try testing.expect(outside[0] % 2 == 0 and outside[1] % 2 == 0 and outside[0] != outside[1]);
+}

@@ -240,7 +240,8 @@ pub fn handles(self: *Shared) context.Handles {
     return .{ .runtime = self.runtime, .driver = &self.driver, .io = &self.io };
 }
 
-/// The task-id counter on a cache line of its own (every spawn writes it).
+/// The task-id counter on a cache line of its own, for spawns from threads that are not this
+/// runtime's workers (a worker counts its own: `Worker.nextTaskId`).
 pub const TaskIds = struct {
     next: std.atomic.Value(u64) align(std.atomic.cache_line) = .init(1),
 };

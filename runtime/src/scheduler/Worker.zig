@@ -963,28 +963,3 @@ fn nextRandom(self: *Worker) u64 {
     self.rng_state = x;
     return x *% 0x2545f4914f6cdd1d;
 }
-
-test "task ids: a worker's are odd and select its own owned-list shard, another thread's are even; all unique" {
-    const Runtime = @import("../Runtime.zig");
-    const rt = try Runtime.init(std.testing.allocator, .{ .workers = 2 });
-    defer rt.deinit();
-    const shared = &rt.scheduler.shared;
-    const Probe = struct {
-        pub const Output = [2]u64;
-        done: bool = false,
-        pub fn poll(self: *@This(), cx: *@import("../future.zig").Context) @import("../future.zig").Poll([2]u64) {
-            _ = cx;
-            self.done = true;
-            const worker = current_worker.?;
-            const first = nextTaskId(worker.shared);
-            const second = nextTaskId(worker.shared);
-            assert(first & 0xffff == 2 * @as(u64, worker.index) + 1);
-            return .{ .ready = .{ first, second } };
-        }
-    };
-    const ids = try rt.blockOn(try rt.spawn(Probe{}));
-    try std.testing.expect(ids[0] % 2 == 1 and ids[1] % 2 == 1 and ids[0] != ids[1]);
-    try std.testing.expectEqual(ids[0] & shared.owned.mask, ids[1] & shared.owned.mask);
-    const outside = [2]u64{ nextTaskId(shared), nextTaskId(shared) };
-    try std.testing.expect(outside[0] % 2 == 0 and outside[1] % 2 == 0 and outside[0] != outside[1]);
-}
