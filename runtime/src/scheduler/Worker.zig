@@ -328,8 +328,7 @@ pub fn run(self: *Worker) void {
     defer current_worker = null;
     const shared = self.shared;
     while (!shared.isShuttingDown()) {
-        self.tick +%= 1;
-        if (self.deferred_published) self.withdrawDeferred();
+        self.beginIteration();
         if (countdown(&self.until_maintenance, shared.options.event_interval)) self.maintenance();
         if (self.nextTask()) |task| {
             self.runTask(task);
@@ -355,6 +354,13 @@ pub fn run(self: *Worker) void {
         self.pushBack(task);
     }
     assert(self.lifo == null and self.popped_head == null);
+}
+
+/// What every iteration of the loop does first (a hand-off to the queue's head stands for one):
+/// tick, and withdraw a published deferral — the poll that made it has returned.
+fn beginIteration(self: *Worker) void {
+    self.tick +%= 1;
+    if (self.deferred_published) self.withdrawDeferred();
 }
 
 /// Where woken and spawned tasks of a runtime go (the `Header.Scheduler.submit` of its tasks;
@@ -476,6 +482,12 @@ fn runTask(self: *Worker, task: *Header) void {
     self.lifo_enabled = true;
 }
 
+/// Whether a task waits in this worker's local queue or in the inject queue: what the LIFO
+/// slot's task would run ahead of (`countLifoPoll`, `settleLifoOnFinish`).
+fn othersQueued(self: *Worker) bool {
+    return !self.local().isEmpty() or !self.shared.inject.isEmpty();
+}
+
 /// A poll from the LIFO slot (the loop of `runTask`, or a direct hand-off): counted, and the
 /// slot closes for the rest of the chain at `lifo_polls_max` — for a direct hand-off only if
 /// another task waits (in the local or the inject queue), else at `handoff_polls_max`.
@@ -483,8 +495,7 @@ fn countLifoPoll(self: *Worker, handoff: bool) void {
     self.lifo_polls += 1;
     assert(self.lifo_polls <= handoff_polls_max);
     if (self.lifo_polls >= lifo_polls_max) {
-        const alone = handoff and self.lifo_polls < handoff_polls_max and
-            self.local().isEmpty() and self.shared.inject.isEmpty();
+        const alone = handoff and self.lifo_polls < handoff_polls_max and !self.othersQueued();
         if (!alone) self.lifo_enabled = false;
     }
     self.metrics.bump(.lifo_hits);
@@ -577,12 +588,13 @@ fn handoffSuccessor(self: *Worker, fiber_poll: *const fn (*Header) bool) ?*Heade
         self.popped_head = head; // The worker's next task: it runs on the worker's stack.
         return null;
     }
-    // What the loop's iteration would do: tick, withdraw a deferral (the poll that made it has
-    // returned), and run the head as a new chain, its LIFO slot open.
-    self.tick +%= 1;
-    self.until_maintenance -= 1;
-    self.until_inject_first -= 1;
-    if (self.deferred_published) self.withdrawDeferred();
+    // What the loop's iteration would do: begin it, count down (neither is due: checked above),
+    // and run the head as a new chain, its LIFO slot open.
+    self.beginIteration();
+    const options = &self.shared.options;
+    const maintenance_due = countdown(&self.until_maintenance, options.event_interval);
+    const inject_due = countdown(&self.until_inject_first, options.global_queue_interval);
+    assert(!maintenance_due and !inject_due);
     self.lifo_polls = 0;
     self.lifo_enabled = true;
     self.run_handoffs += 1;
@@ -598,7 +610,7 @@ pub fn settleLifoOnFinish(self: *Worker) void {
     assert(current_worker == self);
     const task = self.lifo orelse return;
     // Alone, it is the next task either way: keep the hand-off.
-    if (self.local().isEmpty() and self.shared.inject.isEmpty()) return;
+    if (!self.othersQueued()) return;
     self.lifo = null;
     self.metrics.bump(.lifo_requeues);
     self.pushBack(task);
@@ -789,12 +801,6 @@ fn park(self: *Worker) void {
     }
 }
 
-/// Sleeps until unparked, spinning first if the spin policy says so. A worker that claims
-/// driver ownership sleeps in the I/O driver instead, until an event, the next timer deadline
-/// or an unpark (see "The driver owner" in the module comment). True if it was the owner.
-/// The spinning slot is given back as soon as the spin ends, before the thread blocks: a
-/// sleeper holding it would keep other workers from spinning and make notifiers choose it
-/// for the "cheap" wake-up (a memory write) that is really a futex or eventfd wake-up.
 /// Claims `driver.owner` for this worker if nobody owns the drivers (seq_cst: successive turns
 /// are ordered, see "The driver owner"). Released by `Shared.leaveOwnership`, or by
 /// `maintenance`'s store after its non-blocking turn.
@@ -802,6 +808,12 @@ fn claimDrivers(self: *Worker) bool {
     return self.shared.driver.owner.cmpxchgStrong(Driver.no_owner, self.index, .seq_cst, .seq_cst) == null;
 }
 
+/// Sleeps until unparked, spinning first if the spin policy says so. A worker that claims
+/// driver ownership sleeps in the I/O driver instead, until an event, the next timer deadline
+/// or an unpark (see "The driver owner" in the module comment). True if it was the owner.
+/// The spinning slot is given back as soon as the spin ends, before the thread blocks: a
+/// sleeper holding it would keep other workers from spinning and make notifiers choose it
+/// for the "cheap" wake-up (a memory write) that is really a futex or eventfd wake-up.
 fn parkOnce(self: *Worker) bool {
     hook.reachedBy(.worker_before_owner_claim, self);
     if (self.claimDrivers()) {
