@@ -269,7 +269,7 @@ def scaling_table(cmp: Comparison) -> pd.DataFrame:
 
 #: Runtime metrics of the scaling page (counters of analysis/metrics.py) and their headings.
 METRICS_SHOWN: dict[str, str] = {
-    "polls": "polls", "lifo_hits": "LIFO hits", "handoffs": "hand-offs", "queue_handoffs": "queue hand-offs", "lifo_requeues": "LIFO requeues", "parks": "parks",
+    "polls": "polls", "lifo_hits": "LIFO hits", "handoffs": "hand-offs", "queue_handoffs": "queue hand-offs", "early_completions": "early completions", "lifo_requeues": "LIFO requeues", "parks": "parks",
     "unparks_issued": "unparks issued", "steals": "steals", "tasks_stolen": "tasks stolen",
     "restraints": "restraints", "dozes": "dozes",
     "inject_pushes": "inject pushes", "inject_pops": "inject pops", "budget_yields": "budget yields",

@@ -71,6 +71,10 @@ pub const Point = enum {
     /// fiber/Fiber.park: the awaited future returned pending (its waker is registered), before
     /// the fiber switches back to its worker. Subject: the `Fiber`.
     fiber_before_suspend,
+    /// Worker.takeHandoff: a finished fiber was completed on its own stack (the completion is
+    /// published; its stack is retired, not yet given back), before it looks for a successor
+    /// and switches away. Subject: the `Worker`.
+    fiber_completed_early,
 };
 
 const point_count = @typeInfo(Point).@"enum".fields.len;

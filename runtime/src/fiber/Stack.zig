@@ -42,6 +42,15 @@
 //! its free-list link and another on the first frame (io_spawn_group: 158 ns/op -> see the
 //! commit). Demand counts reserved and held stacks alike.
 //!
+//! **Retiring a stack early.** A fiber that finishes still runs on its stack until it switches
+//! away, so the stack can go back to the free list only after that switch. When the fiber's
+//! completion is published first (a finished fiber that hands its thread straight to its
+//! awaiter: fiber/task.zig, "Completing on the fiber's stack"), the stack is first *retired*
+//! (`retire`: counted out of `inUse`, one atomic increment, before the completion) and given
+//! back after the switch (`releaseRetired`). So a thread that sees the completion never counts
+//! the stack in use; until it is given back, a reservation that finds no free stack maps one,
+//! as it would had the completion come a moment earlier.
+//!
 //! Every acquire and release goes through one `Lock`: an acquire is a fiber spawn, which also
 //! allocates its task and queues it, so the pool is not the hot spot.
 
@@ -167,6 +176,12 @@ pub const Pool = struct {
     guard_bytes: usize,
     /// Stacks ever mapped by this pool (statistics).
     mapped_total: std.atomic.Value(usize) = .init(0),
+    /// Retired stacks ("Retiring a stack early"): how many were retired (`retire`, without the
+    /// lock: release, so a thread that saw the completion that followed a retire (acquire)
+    /// counts it), and how many of those were given back since (`releaseRetired`; guarded by
+    /// `lock`). Both only grow; a retired stack is in `held` until it is given back.
+    retired: std.atomic.Value(usize) = .init(0),
+    retired_released: usize = 0,
 
     const FreeNode = struct {
         next: ?*FreeNode,
@@ -277,6 +292,22 @@ pub const Pool = struct {
     /// Returns `stack` (no fiber runs on it any more) to the cache, or unmaps it (and at most
     /// one cached stack more) when the pool holds more than its target.
     pub fn release(self: *Pool, stack: Stack) void {
+        self.giveBack(stack, false);
+    }
+
+    /// Counts a stack that a finished fiber still runs on as no longer in use, before its
+    /// fiber's completion is published; `releaseRetired` gives it back once the fiber's thread
+    /// is off it. Lock-free: one atomic increment (see `retired`).
+    pub fn retire(self: *Pool) void {
+        _ = self.retired.fetchAdd(1, .release);
+    }
+
+    /// `release` of a stack counted out by `retire`.
+    pub fn releaseRetired(self: *Pool, stack: Stack) void {
+        self.giveBack(stack, true);
+    }
+
+    fn giveBack(self: *Pool, stack: Stack, was_retired: bool) void {
         assert(stack.guard_bytes == self.guard_bytes);
         var unmap_now: [2]?Stack = .{ null, null };
         {
@@ -284,6 +315,10 @@ pub const Pool = struct {
             defer self.lock.unlock();
             assert(self.held > 0);
             self.held -= 1;
+            if (was_retired) {
+                self.retired_released += 1;
+                assert(self.retired_released <= self.retired.load(.monotonic));
+            }
             self.maybeEndEpoch();
             const limit = self.target();
             // Never unmap a stack that a reservation counts on (free_count >= reserved).
@@ -304,12 +339,18 @@ pub const Pool = struct {
         for (unmap_now) |maybe| if (maybe) |s| s.unmap();
     }
 
-    /// Stacks handed out or promised and not given back (`held + reserved`). Read under the
-    /// lock (a separate atomic counter cost two more atomic operations per fiber).
+    /// Stacks handed out or promised and not given back (`held + reserved`), less those
+    /// retired and not yet given back. Read under the lock (a separate atomic counter of every
+    /// stack cost two more atomic operations per fiber).
     pub fn inUse(self: *Pool) usize {
         self.lock.lock();
         defer self.lock.unlock();
-        return self.held + self.reserved;
+        // Acquire: pairs with `retire`. Every retire counted here is in `held` or in
+        // `retired_released` (a retired stack leaves `held` when `retired_released` grows,
+        // under the lock held here).
+        const retired_held = self.retired.load(.acquire) - self.retired_released;
+        assert(retired_held <= self.held);
+        return self.held - retired_held + self.reserved;
     }
 };
 
@@ -324,6 +365,26 @@ test "a stack is writable down to its guard, and the guard is where the mapping 
     try std.testing.expect(stack.inGuard(stack.usableLow() - 1));
     try std.testing.expect(!stack.inGuard(stack.usableLow()));
     try std.testing.expectEqual(2 * page_bytes, stack.residentBytes());
+}
+
+test "a retired stack leaves inUse at once and the free list only when given back" {
+    var pool = Pool.init(16 * 1024, page_bytes, 2);
+    defer pool.deinit();
+    const a = try pool.acquire();
+    const b = try pool.acquire();
+    try std.testing.expectEqual(@as(usize, 2), pool.inUse());
+    pool.retire();
+    try std.testing.expectEqual(@as(usize, 1), pool.inUse());
+    try std.testing.expectEqual(@as(usize, 0), pool.free_count); // Still run on: not reusable.
+    pool.releaseRetired(a);
+    try std.testing.expectEqual(@as(usize, 1), pool.inUse());
+    try std.testing.expectEqual(@as(usize, 1), pool.free_count);
+    pool.release(b);
+    try std.testing.expectEqual(@as(usize, 0), pool.inUse());
+    // The given-back stack is reused first (LIFO): b, then a.
+    const again = try pool.acquire();
+    try std.testing.expectEqual(b.memory.ptr, again.memory.ptr);
+    pool.release(again);
 }
 
 test "the pool reuses released stacks (LIFO) and keeps retain_min with no demand recorded" {

@@ -618,3 +618,98 @@ test "a suspending fiber hands off to the head of the local queue: the loop's or
     try testing.expect(counts.get(.queue_handoffs) >= count / 3);
     try testing.expectEqual(@as(usize, 0), rt.fibers.stacks.inUse());
 }
+
+// -- completing on the fiber's stack (Worker.takeHandoff, "Completing on the fiber's stack" in
+// fiber/task.zig)
+
+test "spawn + await on one worker: the child completes on its stack and hands straight back to its awaiter" {
+    const rt = try newRuntime(1);
+    defer rt.deinit();
+    const count: u64 = ampere_testing.scaled(2_000, 50);
+    _ = try rt.blockOn(try rt.spawnFiber(spawnAwaitSequentially, .{8})); // Warm the stack pool.
+    const mapped_before = rt.fibers.stacks.mapped_total.load(.monotonic);
+    const before = rt.metrics().total();
+    const sum = try rt.blockOn(try rt.spawnFiber(spawnAwaitSequentially, .{count}));
+    try testing.expectEqual(count * (count + 1) / 2, sum);
+    const counts = rt.metrics().total().minus(before);
+    // Every child but at most a few (the chain's caps send one through the loop now and then)
+    // completes on its stack, and its awaiter is its successor: the parent hands off to the
+    // child, the child back to the parent — about two hand-offs per child. The worker's loop
+    // polls only where a chain starts: once per `handoff_polls_max` polls (without the early
+    // completion, every other poll: each parent was resumed by the loop).
+    try testing.expect(counts.get(.early_completions) * 10 >= count * 9);
+    try testing.expect(counts.get(.handoffs) * 10 >= count * 2 * 9);
+    try testing.expect((counts.get(.polls) - counts.get(.handoffs)) * 16 <= counts.get(.polls));
+    // The retired stack is given back on landing, before the parent's next spawn reserves one:
+    // one warm stack serves every child.
+    try testing.expectEqual(mapped_before, rt.fibers.stacks.mapped_total.load(.monotonic));
+    try testing.expectEqual(@as(usize, 0), rt.fibers.stacks.inUse());
+}
+
+test "a fiber awaited by a state-machine task completes on its stack and is finished once by the worker" {
+    // The completion wakes a task that is not a fiber's: no successor, the fiber switches back
+    // to the worker, which gives the stack back and drops the references (`finishPolled`).
+    const rt = try newRuntime(1);
+    defer rt.deinit();
+    const before = rt.metrics().total();
+    for (0..ampere_testing.scaled(200, 10)) |_| {
+        const machine = try rt.spawn(AwaitFiber{});
+        try testing.expectEqual(@as(u64, 21), try rt.blockOn(machine));
+    }
+    try testing.expect(rt.metrics().total().minus(before).get(.early_completions) > 0);
+    try testing.expectEqual(@as(usize, 0), rt.fibers.stacks.inUse());
+}
+
+const CompletedEarlyWindow = struct {
+    var armed = std.atomic.Value(bool).init(false);
+    var in_window = std.atomic.Value(bool).init(false);
+    var checked = std.atomic.Value(bool).init(false);
+    var left = std.atomic.Value(bool).init(false);
+
+    fn hook(w: *Worker) void {
+        _ = w;
+        if (!armed.swap(false, .acq_rel)) return;
+        in_window.store(true, .release);
+        while (!checked.load(.acquire)) std.Thread.yield() catch {};
+        left.store(true, .release);
+    }
+};
+
+test "a thread that sees a fiber's early completion never counts its stack in use, though the fiber is still on it" {
+    const hook = @import("../hook.zig");
+    const rt = try newRuntime(1);
+    defer rt.deinit();
+    hook.armAnyThread(.fiber_completed_early, Worker, CompletedEarlyWindow.hook);
+    defer hook.disarmAnyThread(.fiber_completed_early);
+    const pool = &rt.fibers.stacks;
+    for (0..ampere_testing.scaled(20, 5)) |round| {
+        CompletedEarlyWindow.in_window.store(false, .release);
+        CompletedEarlyWindow.checked.store(false, .release);
+        CompletedEarlyWindow.left.store(false, .release);
+        CompletedEarlyWindow.armed.store(true, .release);
+        // A failed check lets the worker go, so that the runtime can stop.
+        errdefer CompletedEarlyWindow.checked.store(true, .release);
+        // Spawned from this thread: the worker runs it alone, and it finishes with nothing
+        // queued, so it completes on its stack; the hook holds the worker there.
+        const result = try rt.blockOn(try rt.spawnFiber(addOne, .{round}));
+        try testing.expectEqual(round + 1, result);
+        try testing.expect(CompletedEarlyWindow.in_window.load(.acquire));
+        // The window: the completion is out, the fiber's thread still runs on the stack.
+        try testing.expectEqual(@as(usize, 0), pool.inUse());
+        pool.lock.lock();
+        const retired_held = pool.retired.load(.acquire) - pool.retired_released;
+        pool.lock.unlock();
+        try testing.expectEqual(@as(usize, 1), retired_held);
+        CompletedEarlyWindow.checked.store(true, .release);
+        while (!CompletedEarlyWindow.left.load(.acquire)) std.Thread.yield() catch {};
+    }
+    // Every retired stack is given back.
+    while (true) {
+        pool.lock.lock();
+        const pending = pool.retired.load(.acquire) - pool.retired_released;
+        pool.lock.unlock();
+        if (pending == 0) break;
+        std.Thread.yield() catch {};
+    }
+    try testing.expectEqual(@as(usize, 0), pool.inUse());
+}

@@ -10,7 +10,25 @@
 //! (`OutOfMemory`; std.Io's `concurrent` reports `ConcurrencyUnavailable`) — taken when the
 //! fiber first runs (a queued fiber holds none, and short fibers run one after another on the
 //! same warm stack), and goes back to the pool as soon as the fiber finishes or is killed,
-//! before anyone awaits the result.
+//! before anyone awaits the result (or, below, is counted out of use before that).
+//!
+//! ## Completing on the fiber's stack
+//!
+//! A fiber that finishes runs on its stack until it switches away, and its completion (which
+//! wakes its awaiter) used to wait for that: the fiber switched back to the worker, the worker
+//! gave the stack back and completed the task, and its loop then resumed the awaiter — three
+//! switches per spawn + await, with an iteration of the loop in between. When the finishing
+//! fiber has nothing queued to hand off to, its worker now completes it on its own stack
+//! (`Worker.takeHandoff`): `retireStack` counts the stack out of use (`Stack.Pool.retire`) and
+//! tells the creating layer (a group member leaves its group), the task completes — its
+//! awaiter, woken on this worker, lands in the LIFO slot — and the fiber hands off to it. The
+//! awaiter's landing gives the stack back and drops the task's references, before its own code
+//! runs. Invariants: the task's references (the poller's and the owned list's) are held until
+//! the stack is given back, so the allocation that holds the fiber's saved registers outlives
+//! the switch; a thread that sees the completion never counts the stack in use (the retire came
+//! first); and when no successor comes of it (the awaiter is not a fiber, or is on another
+//! thread), the fiber switches back to the worker, which gives the stack back and drops the
+//! references without completing the task twice (`Worker.finishPolled`).
 //! The allocation itself lives on until its last reference goes (the scheduler's rules).
 //!
 //! | Header.VTable | what a fiber task does |
@@ -66,6 +84,9 @@ pub const Task = struct {
     result_offset: usize,
     /// The fiber never ran to the end (killed): the result was never written.
     killed: bool = false,
+    /// The fiber finished and its stack was retired on it (`retireStack`), its completion
+    /// published before the stack is given back ("Completing on the fiber's stack").
+    retired: bool = false,
     stack_released: bool = false,
     /// For the layer that created the task (std.Io: the group it belongs to).
     user: ?*anyopaque = null,
@@ -119,6 +140,7 @@ pub const Task = struct {
         self.context_offset = context_offset;
         self.result_offset = result_offset;
         self.killed = false;
+        self.retired = false;
         self.stack_released = false;
         self.user = null;
         self.link = .{};
@@ -126,7 +148,7 @@ pub const Task = struct {
         self.waker = self.header.borrowedWaker();
         self.cx = future.Context.init(&self.waker);
         self.fiber.handoff = &handoff;
-        comptime assert(@typeInfo(Task).@"struct".fields.len == 16); // Every field set above.
+        comptime assert(@typeInfo(Task).@"struct".fields.len == 17); // Every field set above.
         @memcpy((memory + context_offset)[0..context.len], context);
         return self;
     }
@@ -168,12 +190,27 @@ pub const Task = struct {
     }
 
     /// The fiber is done (finished or killed): give its stack back (or its reservation, if it
-    /// never ran), then tell the creating layer.
+    /// never ran), then tell the creating layer — which `retireStack` did already for a
+    /// retired stack.
     fn releaseStack(self: *Task) void {
         assert(!self.stack_released);
         self.fiber.retire();
         self.stack_released = true;
+        if (self.retired) return self.fibers.stacks.releaseRetired(self.fiber.stack.?);
         if (self.fiber.stack) |stack| self.fibers.stacks.release(stack) else self.fibers.stacks.unreserve();
+        if (self.on_done) |on_done| on_done(self);
+    }
+
+    /// On the stack of a finished fiber, right before the worker publishes its completion
+    /// there (`Worker.takeHandoff`): the stack counted out of use (`Stack.Pool.retire`), then
+    /// the creating layer told, as `releaseStack` would; `releaseStack` gives the stack back
+    /// once the thread is off it.
+    fn retireStack(header: *Header) void {
+        const self = fromHeader(header);
+        assert(self.fiber.status == .finished and self.fiber.stack != null);
+        assert(!self.retired and !self.stack_released);
+        self.fibers.stacks.retire();
+        self.retired = true;
         if (self.on_done) |on_done| on_done(self);
     }
 
@@ -189,8 +226,11 @@ pub const Task = struct {
         const back = fromFiber(self.fiber.resumeOnce(&self.cx));
         if (back.fiber.status != .finished) return false;
         // Before `releaseStack` (a group member wakes its awaiter there) and the completion
-        // (join waiters): only what the fiber's own code woke is re-queued.
-        if (Worker.currentFor(back.header.scheduler)) |worker| worker.settleLifoOnFinish();
+        // (join waiters): only what the fiber's own code woke is re-queued. A retired fiber's
+        // worker did it before completing it (`Worker.takeHandoff`).
+        if (!back.retired) {
+            if (Worker.currentFor(back.header.scheduler)) |worker| worker.settleLifoOnFinish();
+        }
         back.releaseStack();
         return true;
     }
@@ -205,7 +245,8 @@ pub const Task = struct {
         const self = fromFiber(from);
         assert(from.status == .suspended or from.status == .finished);
         const worker = Worker.currentFor(self.header.scheduler) orelse return null;
-        const next_header = worker.takeHandoff(&self.header, poll, from.status == .finished) orelse return null;
+        const retire: ?*const fn (*Header) void = if (from.status == .finished) retireStack else null;
+        const next_header = worker.takeHandoff(&self.header, poll, retire) orelse return null;
         const next = fromHeader(next_header);
         if (next.fiber.stack == null) next.fiber.attachStack(next.fibers.stacks.takeReserved());
         next.fiber.prepareSuccessor(&next.cx);

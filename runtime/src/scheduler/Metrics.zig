@@ -43,6 +43,10 @@ pub const Event = enum(u8) {
     /// Of `handoffs`: the fiber task switched to was the head of the local queue (the LIFO slot
     /// was empty), not a LIFO poll (`Worker.handoffSuccessor`).
     queue_handoffs,
+    /// A fiber polled by this worker finished with nothing queued to hand off to, and was
+    /// completed on its own stack, so that the awaiter it woke could be handed off to
+    /// (`Worker.takeHandoff`; "Completing on the fiber's stack" in fiber/task.zig).
+    early_completions,
     /// A fiber polled by this worker finished with a task it woke in the LIFO slot while other
     /// tasks were queued: that task went to the back of the local queue instead
     /// (`Worker.settleLifoOnFinish`).

@@ -423,11 +423,19 @@ fn kickOwnerOrSleeper(self: *Shared) bool {
 /// A task's output (or Cancelled) is stored by the thread holding `running`: complete it and
 /// drop the poller's and the owned list's references.
 pub fn finishTask(self: *Shared, task: *Header) void {
+    self.completeTask(task);
+    task.refDec(2);
+}
+
+/// The first half of `finishTask`: completes the task and unlinks it from the owned list, but
+/// keeps its references (the poller's and the owned list's) for the caller to drop with
+/// `refDec(2)` — a fiber that completes on its own stack keeps its memory until it is off it
+/// (`Worker.takeHandoff`).
+pub fn completeTask(self: *Shared, task: *Header) void {
     const before = task.transitionToComplete();
     assert(before & Header.running != 0);
-    assert(Header.refCount(before) >= 2); // The poller's and the owned list's, dropped here.
+    assert(Header.refCount(before) >= 2); // The poller's and the owned list's, dropped later.
     self.owned.remove(task);
-    task.refDec(2);
 }
 
 /// Shutdown: a task taken from a queue that nobody will poll — cancel it and complete it.

@@ -184,6 +184,11 @@ polled: ?*Header = null,
 /// finished (then the transition is: release its stack, complete it).
 handoff_from: ?*Header = null,
 handoff_finished: bool = false,
+/// A finished fiber task completed on its own stack (`takeHandoff`), its references (the
+/// poller's and the owned list's) still held: whoever releases its stack drops them
+/// (`finishPolled`). Owner thread only; set at most until the chain's next landing or the end
+/// of `pollTask`.
+completed_early: ?*Header = null,
 /// LIFO polls in the current chain (since `runTask` began or a hand-off took the queue's head),
 /// hand-offs included (at most `handoff_polls_max`).
 lifo_polls: u32 = 0,
@@ -510,7 +515,19 @@ fn pollTask(self: *Worker, task: *Header) void {
     const back = self.polled.?;
     self.polled = null;
     assert(self.handoff_from == null); // Every hand-off was finished on landing.
-    if (ready) self.shared.finishTask(back) else self.afterPending(back);
+    if (ready) self.finishPolled(back) else self.afterPending(back);
+    assert(self.completed_early == null);
+}
+
+/// A polled task is ready (its stack, for a fiber, already released): complete it and drop
+/// the poller's and the owned list's references — or only drop them, if it completed on its
+/// own stack (`takeHandoff`).
+fn finishPolled(self: *Worker, task: *Header) void {
+    if (self.completed_early == task) {
+        self.completed_early = null;
+        return task.refDec(2);
+    }
+    self.shared.finishTask(task);
 }
 
 /// Counts a poll of `task` (queued, taken by this worker) and makes it `running`; true if it is
@@ -542,24 +559,44 @@ fn afterPending(self: *Worker, task: *Header) void {
 }
 
 /// Direct hand-off, on the stack of `from` (a fiber task polled on this worker, now suspended,
-/// or finished when `finished`): the task in the LIFO slot if it is a fiber task (its vtable's
-/// poll is `fiber_poll`) that the LIFO chain may run now, made `running` and counted as a poll;
-/// `from`'s post-poll transition is owed until `finishHandoff`. Null: `from` switches back to
-/// the worker. A task whose cancellation was requested is cancelled here instead (as `pollTask`
-/// would) and null returned.
-pub fn takeHandoff(self: *Worker, from: *Header, fiber_poll: *const fn (*Header) bool, finished: bool) ?*Header {
+/// or finished when `retire` is given: the fiber layer's `retireStack`): the task in the LIFO
+/// slot if it is a fiber task (its vtable's poll is `fiber_poll`) that the LIFO chain may run
+/// now, made `running` and counted as a poll; `from`'s post-poll transition is owed until
+/// `finishHandoff`. Null: `from` switches back to the worker. A task whose cancellation was
+/// requested is cancelled here instead (as `pollTask` would) and null returned.
+///
+/// A finished fiber with no successor in sight (the LIFO slot and the local queue empty)
+/// completes here, on its own stack ("Completing on the fiber's stack" in fiber/task.zig):
+/// its stack retired first, its references kept until the stack is given back. Its awaiter,
+/// woken into the LIFO slot by the completion, is then the successor: one switch instead of
+/// two, and no trip through the loop (io_spawn: spawn, await).
+pub fn takeHandoff(self: *Worker, from: *Header, fiber_poll: *const fn (*Header) bool, retire: ?*const fn (*Header) void) ?*Header {
     assert(current_worker == self);
     // Only from a fiber this worker's `pollTask` is running (not one resumed some other way).
     if (self.polled != from) return null;
-    assert(self.handoff_from == null);
-    if (finished) self.settleLifoOnFinish();
+    assert(self.handoff_from == null and self.completed_early == null);
+    if (retire) |retire_stack| {
+        self.settleLifoOnFinish();
+        if (self.lifo == null and self.popped_head == null and self.mayHandOff() and self.local().isEmpty()) {
+            retire_stack(from);
+            self.shared.completeTask(from);
+            self.completed_early = from;
+            self.metrics.bump(.early_completions);
+            hook.reachedBy(.fiber_completed_early, self);
+        }
+    }
     const next = self.handoffSuccessor(fiber_poll) orelse return null;
     if (!self.beginPoll(next)) return null;
     self.metrics.bump(.handoffs);
     self.handoff_from = from;
-    self.handoff_finished = finished;
+    self.handoff_finished = retire != null;
     self.polled = next;
     return next;
+}
+
+/// Whether this `runTask` may make another hand-off (its budget and `handoff_run_max`).
+fn mayHandOff(self: *Worker) bool {
+    return !budget.exhausted() and self.run_handoffs < handoff_run_max;
 }
 
 /// The task a direct hand-off switches to: the fiber task in the LIFO slot (a LIFO poll), or,
@@ -567,7 +604,7 @@ pub fn takeHandoff(self: *Worker, from: *Header, fiber_poll: *const fn (*Header)
 /// in the module comment). Null: the fiber switches back to the worker, which runs the LIFO
 /// task (a task that is not a fiber's, or a closed slot), the popped head, or its loop.
 fn handoffSuccessor(self: *Worker, fiber_poll: *const fn (*Header) bool) ?*Header {
-    if (budget.exhausted() or self.run_handoffs >= handoff_run_max) return null;
+    if (!self.mayHandOff()) return null;
     if (self.lifo) |next| {
         if (next.vtable.poll != fiber_poll or !self.lifo_enabled) return null;
         self.lifo = null;
@@ -627,7 +664,7 @@ pub fn finishHandoff(self: *Worker, release: *const fn (*Header) void) void {
     self.handoff_from = null;
     if (self.handoff_finished) {
         release(from);
-        self.shared.finishTask(from);
+        self.finishPolled(from);
     } else {
         self.afterPending(from);
     }
