@@ -713,3 +713,4 @@ test "a thread that sees a fiber's early completion never counts its stack in us
     }
     try testing.expectEqual(@as(usize, 0), pool.inUse());
 }
+
