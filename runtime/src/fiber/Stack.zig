@@ -205,6 +205,7 @@ pub const Pool = struct {
     /// Unmaps every cached stack. Every stack must have been released.
     pub fn deinit(self: *Pool) void {
         assert(self.held == 0 and self.reserved == 0); // A fiber stack leaked.
+        assert(self.retired_released == self.retired.load(.monotonic)); // Every retired one came back.
         while (self.free) |node| {
             self.free = node.next;
             node.stack.unmap();
