@@ -236,7 +236,8 @@ def test_http_suite_runs_briefly_on_the_real_servers(tmp_path):
 def test_ampere_io_records_runtime_metrics_on_the_io_rows(tmp_path):
     """The real ampere.io io program under the orchestrator: its odd invocations take --metrics,
     and the counts show the direct fiber hand-offs of the queue ping-pong (every hop of a pair
-    on one worker hands off, up to the LIFO cap)."""
+    on one worker hands off, up to the LIFO cap) and the spawned fibers of io_spawn completed on
+    their own stack (each then hands off to its awaiter)."""
     from analysis import load_run
 
     data = tmp_path / "data"
@@ -252,3 +253,6 @@ def test_ampere_io_records_runtime_metrics_on_the_io_rows(tmp_path):
     pingpong = counts[(counts["benchmark"] == "io_queue_pingpong") & (counts["param"] == "pairs=1")].iloc[0]
     assert pingpong["handoffs"] >= pingpong["ops"]
     assert pingpong["handoffs"] - pingpong["queue_handoffs"] <= pingpong["lifo_hits"]
+    spawn = counts[counts["benchmark"] == "io_spawn"].iloc[0]
+    assert spawn["early_completions"] * 10 >= spawn["iterations"] * spawn["ops"] * 9  # counts cover iterations x ops
+    assert spawn["handoffs"] >= spawn["early_completions"]
