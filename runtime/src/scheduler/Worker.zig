@@ -181,7 +181,8 @@ task_ids: u64 = 0,
 polled: ?*Header = null,
 /// A fiber task that handed this thread to another (`takeHandoff`) and whose post-poll
 /// transition is owed: the task handed to makes it on landing (`finishHandoff`). Whether it
-/// finished (then the transition is: release its stack, complete it).
+/// finished (then the transition is: release its stack, then complete it — or, if it completed
+/// on its own stack (`completed_early`), only drop its references).
 handoff_from: ?*Header = null,
 handoff_finished: bool = false,
 /// A finished fiber task completed on its own stack (`takeHandoff`), its references (the
@@ -656,8 +657,9 @@ pub fn settleLifoOnFinish(self: *Worker) void {
 
 /// On landing after a direct hand-off (the stack of the task handed to): the owed post-poll
 /// transition of the task that handed off — idle (or re-queued), or, if it finished, its
-/// stack released (`release`, the fiber layer's) and the task completed, in that order, as
-/// `pollTask` does for a ready fiber. Nothing when the fiber was resumed by a poll.
+/// stack released (`release`, the fiber layer's) and the task finished (`finishPolled`:
+/// completed, unless it completed on its own stack, and its references dropped), in that
+/// order, as `pollTask` does for a ready fiber. Nothing when the fiber was resumed by a poll.
 pub fn finishHandoff(self: *Worker, release: *const fn (*Header) void) void {
     assert(current_worker == self);
     const from = self.handoff_from orelse return;
