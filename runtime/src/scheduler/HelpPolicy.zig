@@ -17,11 +17,19 @@
 //! 1. A **help** is a take of work — a steal, or a batch from the inject queue — by a worker
 //!    that ran out of local work while another worker is running (a take when nobody runs moves
 //!    nothing away from anyone: a remote wake-up, a blocking-pool reply). It lasts until the
-//!    worker runs out of local work again. It **paid** if it ran at least `long_help_ns`, or at
-//!    least `heavy_poll_ns` per poll on average (system calls, real computation: moving the
-//!    task costs little beside it), or made at least `sustained_polls` polls per task taken and
-//!    `sustained_polls_min` more than it took (the stolen tasks kept each other busy here:
-//!    independent ping-pong pairs move whole to the thief).
+//!    worker runs out of local work again. It **paid** if it ran at least `long_help_ns` and
+//!    at least `long_help_task_ns` per task it took, or at least `heavy_poll_ns` per poll on
+//!    average (system calls, real computation: moving the task costs little beside it), or
+//!    made at least `sustained_polls` polls per task taken and `sustained_polls_min` more than
+//!    it took (the stolen tasks kept each other busy here: independent ping-pong pairs move
+//!    whole to the thief). The length alone does not make a help pay: a batch of 128 tasks
+//!    from the inject queue runs 20 µs at 160 ns per task, which is what each task's move
+//!    costs (its header, its stack, the lines of whatever it touches). Before the per-task
+//!    bound, the helper of a 2-worker fan-in (1,000 producers, one consumer, one queue) took
+//!    a batch of producers that had spilled from the spawner's queue, ran each once into the
+//!    queue's lock for ~200 ns, and was judged paid: never restrained, it kept half the
+//!    producers bouncing between the CPUs (io_fan_in under ampere.io: 290-330 ns/op against
+//!    ~210 with the bound; task_spawn_batch, native, 87 -> 69).
 //! 2. `restrain_after` helps in a row that did not pay **restrain** the worker for
 //!    `restraint_ns`, which starts at `restraint_min_ns` and doubles with every restraint up to
 //!    `restraint_max_ns`. When a restraint ends the worker is eager again — that is how it
@@ -54,8 +62,10 @@ const StealRestraint = @import("../Options.zig").StealRestraint;
 const Idle = @import("Idle.zig");
 const clock = @import("../time/clock.zig");
 
-/// A help that ran this long paid, whatever it ran.
+/// A help that ran this long paid, if it also ran `long_help_task_ns` per task it took.
 pub const long_help_ns: u64 = 20 * std.time.ns_per_us;
+/// What a long help must have run per task it took to pay: about what moving a task costs.
+pub const long_help_task_ns: u64 = 500;
 /// A help whose polls took this long on average paid (heavy tasks are worth moving).
 pub const heavy_poll_ns: u64 = 1 * std.time.ns_per_us;
 /// A help with this many polls per task taken, and at least `sustained_polls_min` polls more
@@ -109,7 +119,7 @@ pub fn tracking(self: *const HelpPolicy) bool {
 /// Whether a help that ran `ran_ns` with `polls` polls, after taking `taken` tasks, paid.
 pub fn paid(ran_ns: u64, polls: u64, taken: u64) bool {
     assert(taken > 0);
-    if (ran_ns >= long_help_ns) return true;
+    if (ran_ns >= long_help_ns and ran_ns >= taken * long_help_task_ns) return true;
     if (polls > 0 and ran_ns >= polls * heavy_poll_ns) return true;
     return polls >= sustained_polls * taken and polls >= taken + sustained_polls_min;
 }
@@ -182,13 +192,18 @@ const us = std.time.ns_per_us;
 const ms = std.time.ns_per_ms;
 
 test "what pays: long, heavy per poll, or self-sustaining" {
-    try testing.expect(paid(long_help_ns, 1000, 100)); // Long.
+    try testing.expect(paid(long_help_ns, 30, 10)); // Long: 2 us per task taken.
+    try testing.expect(paid(long_help_ns, 1000, 100)); // Sustained.
     try testing.expect(paid(10 * us, 8, 8)); // 1.25 us per poll.
     try testing.expect(paid(5 * us, 200, 100)); // Two polls per task taken.
     try testing.expect(!paid(5 * us, 100, 100)); // One short poll per stolen task.
     try testing.expect(!paid(long_help_ns - 1, 199, 100)); // Just short of all three.
     try testing.expect(!paid(1 * us, 2, 1)); // A stolen producer that woke its consumer here.
     try testing.expect(!paid(0, 0, 1)); // Taken, then nothing polled.
+    // Long, but a batch of short tasks, each polled about once: 195 ns per task taken (the
+    // helper of a fan-in: 128 producers that each ran into the queue's lock once).
+    try testing.expect(!paid(25 * us, 140, 128));
+    try testing.expect(paid(128 * long_help_task_ns, 140, 128)); // The same batch at 500 ns a task.
 }
 
 test "unpaid helps in a row restrain, for a doubling time; one that pays resets" {
