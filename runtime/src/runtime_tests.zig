@@ -687,15 +687,11 @@ test "a far-future timer neither hangs the runtime nor delays near ones" {
 // last look at the queues, before it registers as asleep, must still run.
 
 const SpawnInWindow = struct {
-    var in_window = std.atomic.Value(bool).init(false);
-    var spawned = std.atomic.Value(bool).init(false);
-    var armed = std.atomic.Value(bool).init(false);
+    var gate: ampere_testing.HookWindow = .{};
 
     fn hook(w: *Worker) void {
         _ = w;
-        if (!armed.swap(false, .acq_rel)) return; // Only the first park after arming.
-        in_window.store(true, .release);
-        while (!spawned.load(.acquire)) std.Thread.yield() catch {};
+        gate.hold(); // Only the first park after arming.
     }
 };
 
@@ -708,15 +704,13 @@ test "a spawn between a worker's last queue check and its sleep is not lost" {
     const parker = try ampere.SharedParker.Pool.global().acquire();
     defer parker.release();
     for (0..rounds) |round| {
-        SpawnInWindow.in_window.store(false, .release);
-        SpawnInWindow.spawned.store(false, .release);
-        SpawnInWindow.armed.store(true, .release);
+        SpawnInWindow.gate.arm();
         // Give the worker something so that it runs out of work and goes to park.
         var warm = try rt.spawn(Double{ .value = 1 });
         warm.detach();
-        while (!SpawnInWindow.in_window.load(.acquire)) std.Thread.yield() catch {};
+        SpawnInWindow.gate.waitHeld();
         var handle = try rt.spawn(Double{ .value = round }); // From outside: inject + notify.
-        SpawnInWindow.spawned.store(true, .release);
+        SpawnInWindow.gate.release();
         const w = parker.waker();
         var cx = Context.init(&w);
         var waited_ms: u32 = 0;

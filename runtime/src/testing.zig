@@ -1,4 +1,5 @@
-//! Helpers for the runtime's own tests: stress-test sizing and reproducible randomness.
+//! Helpers for the runtime's own tests: stress-test sizing, reproducible randomness, and the
+//! gate that holds a thread inside a hook's window (`HookWindow`).
 //!
 //! `AMPERE_TEST_INTENSITY` sizes the stress tests: `smoke` (CI, ThreadSanitizer) runs a small
 //! fraction of the work, `full` (the default locally) the sizes the issues ask for. Every
@@ -9,6 +10,7 @@
 const std = @import("std");
 const builtin = @import("builtin");
 const os = @import("os.zig");
+const assert = std.debug.assert;
 
 pub const Intensity = enum { smoke, full };
 
@@ -48,4 +50,85 @@ pub const under_tsan = builtin.sanitize_thread;
 test "intensity parses the environment" {
     _ = intensity();
     try std.testing.expect(scaled(100, 10) >= 10);
+}
+
+/// Holds the thread that reaches a hook point (hook.zig) inside the window that the point
+/// marks, while the test does what must be safe there; once per `arm`. A test keeps one gate in
+/// a container-level variable and arms the hook with a function that calls `hold`:
+///
+///     gate.arm();            // the next thread to reach the hook point is held
+///     ...                    // make a thread reach it
+///     gate.waitHeld();       // it is in the window now
+///     ...                    // act or check inside the window
+///     gate.release();        // let it go
+///     gate.waitLeft();       // (when the next round must not find it still inside)
+///
+/// Orderings: each flag is stored with release and read with acquire, so what one side did
+/// before its store is visible to the other after its load; `armed` is taken with a swap, so
+/// exactly one thread is held per `arm`.
+pub const HookWindow = struct {
+    armed: std.atomic.Value(bool) = .init(false),
+    held: std.atomic.Value(bool) = .init(false),
+    released: std.atomic.Value(bool) = .init(false),
+    left: std.atomic.Value(bool) = .init(false),
+
+    /// The next `hold` holds its thread. A thread held in the previous round must have been
+    /// released; `arm` waits until it left (resetting `released` under it would hold it again).
+    pub fn arm(self: *HookWindow) void {
+        if (self.held.load(.acquire)) {
+            assert(self.released.load(.acquire));
+            self.waitLeft();
+        }
+        self.held.store(false, .release);
+        self.released.store(false, .release);
+        self.left.store(false, .release);
+        self.armed.store(true, .release);
+    }
+
+    /// In the hook: if armed, signal `held` and wait for `release`; otherwise return at once.
+    pub fn hold(self: *HookWindow) void {
+        if (!self.armed.swap(false, .acq_rel)) return;
+        self.held.store(true, .release);
+        while (!self.released.load(.acquire)) std.Thread.yield() catch {};
+        self.left.store(true, .release);
+    }
+
+    /// Whether a thread has been held since `arm` (it may have left again).
+    pub fn wasHeld(self: *HookWindow) bool {
+        return self.held.load(.acquire);
+    }
+
+    pub fn waitHeld(self: *HookWindow) void {
+        while (!self.wasHeld()) std.Thread.yield() catch {};
+    }
+
+    /// Lets the held thread go (harmless when none is held: a failed test's errdefer).
+    pub fn release(self: *HookWindow) void {
+        self.released.store(true, .release);
+    }
+
+    pub fn waitLeft(self: *HookWindow) void {
+        while (!self.left.load(.acquire)) std.Thread.yield() catch {};
+    }
+};
+
+test "a hook window holds one thread per arm until it is released" {
+    const S = struct {
+        var gate: HookWindow = .{};
+        var passed = std.atomic.Value(u32).init(0);
+        fn run() void {
+            gate.hold();
+            _ = passed.fetchAdd(1, .monotonic);
+        }
+    };
+    S.gate.arm();
+    const t = try std.Thread.spawn(.{}, S.run, .{});
+    S.gate.waitHeld();
+    try std.testing.expectEqual(@as(u32, 0), S.passed.load(.monotonic));
+    S.gate.release();
+    S.gate.waitLeft();
+    t.join();
+    try std.testing.expectEqual(@as(u32, 1), S.passed.load(.monotonic));
+    S.run(); // Not armed: passes at once.
+    try std.testing.expectEqual(@as(u32, 2), S.passed.load(.monotonic));
 }

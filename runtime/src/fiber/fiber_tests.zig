@@ -661,17 +661,11 @@ test "a fiber awaited by a state-machine task completes on its stack and is fini
 }
 
 const CompletedEarlyWindow = struct {
-    var armed = std.atomic.Value(bool).init(false);
-    var in_window = std.atomic.Value(bool).init(false);
-    var checked = std.atomic.Value(bool).init(false);
-    var left = std.atomic.Value(bool).init(false);
+    var gate: ampere_testing.HookWindow = .{};
 
     fn hook(w: *Worker) void {
         _ = w;
-        if (!armed.swap(false, .acq_rel)) return;
-        in_window.store(true, .release);
-        while (!checked.load(.acquire)) std.Thread.yield() catch {};
-        left.store(true, .release);
+        gate.hold();
     }
 };
 
@@ -683,25 +677,22 @@ test "a thread that sees a fiber's early completion never counts its stack in us
     defer hook.disarmAnyThread(.fiber_completed_early);
     const pool = &rt.fibers.stacks;
     for (0..ampere_testing.scaled(20, 5)) |round| {
-        CompletedEarlyWindow.in_window.store(false, .release);
-        CompletedEarlyWindow.checked.store(false, .release);
-        CompletedEarlyWindow.left.store(false, .release);
-        CompletedEarlyWindow.armed.store(true, .release);
+        CompletedEarlyWindow.gate.arm();
         // A failed check lets the worker go, so that the runtime can stop.
-        errdefer CompletedEarlyWindow.checked.store(true, .release);
+        errdefer CompletedEarlyWindow.gate.release();
         // Spawned from this thread: the worker runs it alone, and it finishes with nothing
         // queued, so it completes on its stack; the hook holds the worker there.
         const result = try rt.blockOn(try rt.spawnFiber(addOne, .{round}));
         try testing.expectEqual(round + 1, result);
-        try testing.expect(CompletedEarlyWindow.in_window.load(.acquire));
+        try testing.expect(CompletedEarlyWindow.gate.wasHeld());
         // The window: the completion is out, the fiber's thread still runs on the stack.
         try testing.expectEqual(@as(usize, 0), pool.inUse());
         pool.lock.lock();
         const retired_held = pool.retired.load(.acquire) - pool.retired_released;
         pool.lock.unlock();
         try testing.expectEqual(@as(usize, 1), retired_held);
-        CompletedEarlyWindow.checked.store(true, .release);
-        while (!CompletedEarlyWindow.left.load(.acquire)) std.Thread.yield() catch {};
+        CompletedEarlyWindow.gate.release();
+        CompletedEarlyWindow.gate.waitLeft();
     }
     // Every retired stack is given back.
     while (true) {

@@ -22,6 +22,7 @@ const JoinHandle = ampere.JoinHandle;
 const Waker = ampere.Waker;
 const time = ampere.time;
 const scaled = ampere.testing.scaled;
+const HookWindow = ampere.testing.HookWindow;
 const hook = @import("../hook.zig");
 const Parker = @import("../Parker.zig");
 const os = @import("../os.zig");
@@ -1074,15 +1075,11 @@ const Double = struct {
 };
 
 const SpawnBeforeBlock = struct {
-    var armed = std.atomic.Value(bool).init(false);
-    var in_window = std.atomic.Value(bool).init(false);
-    var spawned = std.atomic.Value(bool).init(false);
+    var gate: HookWindow = .{};
 
     fn hook(parker: *Parker) void {
         _ = parker;
-        if (!armed.swap(false, .acq_rel)) return;
-        in_window.store(true, .release);
-        while (!spawned.load(.acquire)) std.Thread.yield() catch {};
+        gate.hold();
     }
 };
 
@@ -1093,14 +1090,12 @@ test "lost wake-up: a spawn after the driver owner's last check, before it block
     hook.armAnyThread(.parker_before_block, Parker, SpawnBeforeBlock.hook);
     defer hook.disarmAnyThread(.parker_before_block);
     for (0..rounds) |round| {
-        SpawnBeforeBlock.in_window.store(false, .release);
-        SpawnBeforeBlock.spawned.store(false, .release);
-        SpawnBeforeBlock.armed.store(true, .release);
+        SpawnBeforeBlock.gate.arm();
         var warm = try rt.spawn(Double{ .value = 1 }); // Run out of work, then park as owner.
         warm.detach();
-        while (!SpawnBeforeBlock.in_window.load(.acquire)) std.Thread.yield() catch {};
+        SpawnBeforeBlock.gate.waitHeld();
         var handle = try rt.spawn(Double{ .value = round }); // From outside: inject + unpark.
-        SpawnBeforeBlock.spawned.store(true, .release);
+        SpawnBeforeBlock.gate.release();
         // A lost wake-up leaves the only worker in epoll_wait with no timeout: fail, not hang.
         const output = pollUntilReady(&handle, 5_000) orelse return error.TestTimedOut;
         try testing.expectEqual(@as(u64, 2 * round), try output);
