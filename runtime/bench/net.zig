@@ -59,9 +59,10 @@ pub fn patternByte(index: u64) u8 {
 
 // -- the echo server ------------------------------------------------------------------------
 
-/// One accepted connection: reads into a 64 KiB buffer (allocated and zeroed on its first
-/// poll, like Rust's `vec![0u8; 65536]`) and writes back exactly what it read, until end of
-/// stream. Returns the bytes echoed.
+/// One accepted connection: reads into a 64 KiB buffer (allocated on its first poll, not
+/// zeroed: only the bytes a read wrote are ever used; the Rust side reads into a `Vec`'s spare
+/// capacity with `read_buf`, also without zeroing) and writes back exactly what it read, until
+/// end of stream. Returns the bytes echoed.
 const EchoConnection = struct {
     pub const Output = NetError!u64;
     allocator: Allocator,
@@ -74,7 +75,6 @@ const EchoConnection = struct {
     pub fn poll(self: *EchoConnection, cx: *Context) Poll(Output) {
         const buffer = self.buffer orelse blk: {
             const fresh = self.allocator.alloc(u8, server_buffer_bytes) catch |err| return self.finish(err);
-            @memset(fresh, 0);
             self.buffer = fresh;
             break :blk fresh;
         };

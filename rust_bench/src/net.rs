@@ -81,11 +81,14 @@ pub fn run_case(rt: &Runtime, case: &Case, c: &Constants) -> Samples {
 
 /// One accepted connection: writes back exactly what it reads, until end of stream. Returns
 /// the bytes echoed.
+/// The buffer is not zeroed (as on the Zig side): `read_buf` reads into the `Vec`'s spare
+/// capacity, and only what it read is written back.
 async fn echo_connection(mut stream: TcpStream) -> Result<u64, String> {
-    let mut buffer = vec![0u8; SERVER_BUFFER_BYTES];
+    let mut buffer: Vec<u8> = Vec::with_capacity(SERVER_BUFFER_BYTES);
     let mut total = 0u64;
     loop {
-        let count = stream.read(&mut buffer).await.map_err(|e| format!("server read failed: {e}"))?;
+        buffer.clear();
+        let count = stream.read_buf(&mut buffer).await.map_err(|e| format!("server read failed: {e}"))?;
         if count == 0 {
             return Ok(total);
         }
