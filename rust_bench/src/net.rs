@@ -81,6 +81,7 @@ pub fn run_case(rt: &Runtime, case: &Case, c: &Constants) -> Samples {
 
 /// One accepted connection: writes back exactly what it reads, until end of stream. Returns
 /// the bytes echoed.
+///
 /// The buffer is not zeroed (as on the Zig side): `read_buf` reads into the `Vec`'s spare
 /// capacity, and only what it read is written back.
 async fn echo_connection(mut stream: TcpStream) -> Result<u64, String> {

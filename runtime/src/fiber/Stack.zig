@@ -346,12 +346,23 @@ pub const Pool = struct {
     pub fn inUse(self: *Pool) usize {
         self.lock.lock();
         defer self.lock.unlock();
-        // Acquire: pairs with `retire`. Every retire counted here is in `held` or in
-        // `retired_released` (a retired stack leaves `held` when `retired_released` grows,
-        // under the lock held here).
-        const retired_held = self.retired.load(.acquire) - self.retired_released;
+        const retired_held = self.retiredHeldLocked();
         assert(retired_held <= self.held);
         return self.held - retired_held + self.reserved;
+    }
+
+    /// Stacks retired and not yet given back: counted out of `inUse`, still in `held`.
+    pub fn retiredHeld(self: *Pool) usize {
+        self.lock.lock();
+        defer self.lock.unlock();
+        return self.retiredHeldLocked();
+    }
+
+    /// `retiredHeld` with `lock` held. Acquire: pairs with `retire`. Every retire counted here
+    /// is in `held` or in `retired_released` (a retired stack leaves `held` when
+    /// `retired_released` grows, under the lock held here).
+    fn retiredHeldLocked(self: *const Pool) usize {
+        return self.retired.load(.acquire) - self.retired_released;
     }
 };
 

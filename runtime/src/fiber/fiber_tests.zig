@@ -687,21 +687,12 @@ test "a thread that sees a fiber's early completion never counts its stack in us
         try testing.expect(CompletedEarlyWindow.gate.wasHeld());
         // The window: the completion is out, the fiber's thread still runs on the stack.
         try testing.expectEqual(@as(usize, 0), pool.inUse());
-        pool.lock.lock();
-        const retired_held = pool.retired.load(.acquire) - pool.retired_released;
-        pool.lock.unlock();
-        try testing.expectEqual(@as(usize, 1), retired_held);
+        try testing.expectEqual(@as(usize, 1), pool.retiredHeld());
         CompletedEarlyWindow.gate.release();
         CompletedEarlyWindow.gate.waitLeft();
     }
     // Every retired stack is given back.
-    while (true) {
-        pool.lock.lock();
-        const pending = pool.retired.load(.acquire) - pool.retired_released;
-        pool.lock.unlock();
-        if (pending == 0) break;
-        std.Thread.yield() catch {};
-    }
+    while (pool.retiredHeld() != 0) std.Thread.yield() catch {};
     try testing.expectEqual(@as(usize, 0), pool.inUse());
 }
 

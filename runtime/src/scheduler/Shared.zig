@@ -76,8 +76,9 @@
 //! left at `watch_disarm_looks` (2) looks in a row: it disarms. (At the first look, which a
 //! kick makes at once, a chain's deferral is usually withdrawn already; disarming there made
 //! every owner wake-up a kick: a one-pair ping-pong at 2 workers kicked the owner every ~20 us,
-//! an eventfd write each, and ran at 240 ns/op against 159 with the rule.) Store-then-load on both sides (the worker stores its token then reads
-//! `armed`; the owner stores `armed = false` then reads the tokens), all seq_cst: either the
+//! an eventfd write each, and ran at 240 ns/op against 159 with the rule.) Store-then-load on
+//! both sides (the worker stores its token then reads `armed`; the owner stores
+//! `armed = false` then reads the tokens), all seq_cst: either the
 //! worker sees the watch disarmed and kicks, or the owner sees the token and re-arms. A chain
 //! that defers every few hops and keeps going costs one owner wake-up per bound (1 kHz), not a
 //! wake-up per hop.
