@@ -65,9 +65,19 @@ def test_help_describes_the_options():
 def fake_bundle(tmp_path_factory):
     """A bundle assembled from the fake programs (the real build is the same code after build_portable)."""
     tmp = tmp_path_factory.mktemp("bundle")
-    binaries = {rt: install_fake_bench(tmp, rt) for rt in ("ampere", "tokio")}
+    binaries = {program: install_fake_bench(tmp, rt, metrics=rt in ("ampere", "ampere.io"))
+                for rt, (program, _) in bundle.RUNTIMES.items() if rt != "ampere.nospin"}
     tarball = bundle.make_bundle(REPO, tmp / "out", binaries)
     return tmp / "out", tarball
+
+
+@pytest.fixture(scope="module")
+def micro_bundle(tmp_path_factory):
+    """A bundle of the two required programs only (no std.Io programs)."""
+    tmp = tmp_path_factory.mktemp("micro-bundle")
+    binaries = {f"{rt}_bench": install_fake_bench(tmp, rt) for rt in ("ampere", "tokio")}
+    bundle.make_bundle(REPO, tmp / "out", binaries)
+    return tmp / "out"
 
 
 def test_bundle_holds_programs_script_and_run_json_pieces(fake_bundle):
@@ -75,13 +85,22 @@ def test_bundle_holds_programs_script_and_run_json_pieces(fake_bundle):
     assert tarball.name == "ampere-bundle-x86-64-v3.tar.gz"
     with tarfile.open(tarball) as tar:
         names = set(tar.getnames())
-    for name in ("bin/ampere_bench", "bin/tokio_bench", "run.sh", "meta/constants.json", "meta/git.json",
-                 "meta/variant.ampere.nospin.json", "meta/versions.tokio.json", "meta/metrics.ampere", "meta/bundle.json"):
+    for name in ("bin/ampere_bench", "bin/tokio_bench", "bin/io_bench_ampere", "bin/io_bench_threaded",
+                 "bin/io_bench_zio", "run.sh", "meta/constants.json", "meta/git.json", "meta/runtimes",
+                 "meta/variant.ampere.nospin.json", "meta/variant.zio.json", "meta/versions.tokio_bench.json",
+                 "meta/versions.io_bench_zio.json", "meta/metrics.ampere_bench", "meta/metrics.io_bench_ampere",
+                 "meta/program.zig.threaded", "meta/suites.ampere.io", "meta/bundle.json"):
         assert f"ampere-bundle/{name}" in names
-    assert "ampere-bundle/meta/metrics.tokio" not in names  # tokio_bench takes no --metrics
+    assert "ampere-bundle/meta/metrics.tokio_bench" not in names  # tokio_bench takes no --metrics
     folder = out / "ampere-bundle"
-    assert json.loads((folder / "meta" / "variant.ampere.nospin.json").read_text())["settings"] == {"spin_before_park_ns": 0}
-    assert json.loads((folder / "meta" / "bundle.json").read_text())["target_cpu"] == "x86-64-v3"
+    meta = folder / "meta"
+    assert (meta / "runtimes").read_text().split() == ["ampere", "ampere.nospin", "tokio", "ampere.io", "zig.threaded",
+                                                       "zio"]
+    assert (meta / "program.ampere.nospin").read_text().strip() == "ampere_bench"
+    assert (meta / "suites.tokio").read_text().split() == ["micro", "io"]
+    assert (meta / "suites.zio").read_text().split() == ["io"]
+    assert json.loads((meta / "variant.ampere.nospin.json").read_text())["settings"] == {"spin_before_park_ns": 0}
+    assert json.loads((meta / "bundle.json").read_text())["target_cpu"] == "x86-64-v3"
     assert os.access(folder / "run.sh", os.X_OK)
 
 
@@ -93,22 +112,67 @@ def test_run_sh_writes_a_run_folder_the_analysis_loads(fake_bundle, tmp_path):
     assert done.returncode == 0, done.stderr
     (folder,) = (data / "runs").iterdir()
     run = analysis.load_run(folder.name, data_dir=data)
-    assert run.runtimes == ("ampere", "ampere.nospin", "tokio")
+    names = ("ampere", "ampere.nospin", "tokio", "ampere.io", "zig.threaded", "zio")
+    assert sorted(run.runtimes) == sorted(names)
     info = run.info
-    assert info["schema_version"] == 3 and info["workers"] == [1, 2, 4] and info["suites"] == ["micro"]
-    assert info["invocations"] == 3 and len(info["invocation_order"]) == 9
-    firsts = [e["runtime"] for e in info["invocation_order"][::3]]
+    assert info["schema_version"] == 3 and info["workers"] == [1, 2, 4] and info["suites"] == ["micro", "io"]
+    assert info["invocations"] == 3 and len(info["invocation_order"]) == 18
+    firsts = [e["runtime"] for e in info["invocation_order"][::6]]
     assert firsts == ["ampere", "ampere.nospin", "tokio"]  # the order rotates by one per round
     assert info["metrics_files"] == {"ampere": "ampere.metrics.jsonl", "ampere.nospin": "ampere.nospin.metrics.jsonl",
-                                     "tokio": None}
-    assert len(info["warmup"]["invocations"]) == 3
+                                     "tokio": None, "ampere.io": "ampere.io.metrics.jsonl", "zig.threaded": None,
+                                     "zio": None}
+    assert len(info["warmup"]["invocations"]) == 6
     assert info["warnings"] == ["only 3 measured invocation(s) per runtime fitted the 120 s budget (a published run "
                                 "has at least 5)"]
     rows = run.rows("ampere")
     assert sorted(set(rows[rows["tier"] == 3]["workers"])) == [1, 2, 4]
+    assert set(rows["suite"]) == {"micro", "io"} and set(run.rows("zio")["suite"]) == {"io"}
+    assert sorted(set(run.rows("zio")["invocation"])) == [0, 1, 2]
+    # the odd invocations record metrics (the orchestrator's rule), every suite of them
+    metrics = [json.loads(line) for line in (folder / "ampere.metrics.jsonl").read_text().splitlines()]
+    assert {m["invocation"] for m in metrics} == {1} and {m["suite"] for m in metrics} == {"micro", "io"}
+    assert not run.spans.empty and set(run.spans["runtime"]) == set(names)
     assert not (folder / ".staging").exists() and not (folder / "failed.json").exists()
+    assert sorted(p.name for p in (folder / "logs").iterdir())[:2] == ["ampere.0.io.stderr.txt",
+                                                                      "ampere.0.io.stdout.txt"]
     cmp = analysis.compare(run)
     assert cmp.compared
+
+
+def test_suites_and_runtimes_narrow_the_run(fake_bundle, tmp_path):
+    out, _ = fake_bundle
+    done = run_sh("--cores", "2", "--invocations", "1", "--suites", "io", "--runtimes", "ampere,zio",
+                  "--out", str(tmp_path), script=out / "ampere-bundle" / "run.sh")
+    assert done.returncode == 0, done.stderr
+    (folder,) = tmp_path.iterdir()
+    info = json.loads((folder / "run.json").read_text())
+    assert info["suites"] == ["io"] and [r["name"] for r in info["runtimes"]] == ["ampere", "zio"]
+    assert info["metrics_files"] == {"ampere": "ampere.metrics.jsonl", "zio": None}  # one invocation: it records
+    assert {line.split(",")[2] for line in (folder / "ampere.csv").read_text().splitlines()[1:]} == {"io"}
+
+
+def test_a_runtime_outside_the_suites_is_refused(fake_bundle, tmp_path):
+    out, _ = fake_bundle
+    done = run_sh("--suites", "micro", "--runtimes", "ampere,zio", "--out", str(tmp_path),
+                  script=out / "ampere-bundle" / "run.sh")
+    assert done.returncode == 2
+    assert done.stderr.strip() == "error: run.sh: --runtimes: zio runs none of the suites micro (it runs: io)"
+    done = run_sh("--suites", "micro,echo", "--out", str(tmp_path), script=out / "ampere-bundle" / "run.sh")
+    assert done.returncode == 2
+    assert done.stderr.strip() == "error: run.sh: --suites: unknown suite 'echo' (a bundle runs micro and io)"
+    assert not any(tmp_path.iterdir())
+
+
+def test_a_bundle_without_io_programs_runs_its_three_runtimes(micro_bundle, tmp_path):
+    """ampere_bench and tokio_bench run the io suite's native rows too, without the std.Io programs."""
+    done = run_sh("--cores", "2", "--invocations", "1", "--out", str(tmp_path),
+                  script=micro_bundle / "ampere-bundle" / "run.sh")
+    assert done.returncode == 0, done.stderr
+    (folder,) = tmp_path.iterdir()
+    info = json.loads((folder / "run.json").read_text())
+    assert info["suites"] == ["micro", "io"]
+    assert [r["name"] for r in info["runtimes"]] == ["ampere", "ampere.nospin", "tokio"]
 
 
 def test_the_budget_bounds_the_measured_rounds(fake_bundle, tmp_path):
@@ -141,20 +205,32 @@ def test_a_failing_program_leaves_failed_json_and_no_run_json(fake_bundle, tmp_p
 
 def test_unknown_runtime_is_refused(fake_bundle, tmp_path):
     out, _ = fake_bundle
-    done = run_sh("--runtimes", "ampere,zio", "--out", str(tmp_path), script=out / "ampere-bundle" / "run.sh")
+    done = run_sh("--runtimes", "ampere,glommio", "--out", str(tmp_path), script=out / "ampere-bundle" / "run.sh")
     assert done.returncode == 2
-    assert done.stderr.strip() == ("error: run.sh: --runtimes: unknown runtime 'zio' (this bundle has: "
-                                   "ampere,ampere.nospin,tokio)")
+    assert done.stderr.strip() == ("error: run.sh: --runtimes: unknown runtime 'glommio' (this bundle has: "
+                                   "ampere,ampere.nospin,tokio,ampere.io,zig.threaded,zio)")
     assert not any(tmp_path.iterdir())
 
 
 def test_bundle_command_wants_both_prebuilt_programs_or_none(tmp_path, capsys):
     assert main(["bundle", "--out", str(tmp_path), "--ampere-bin", "x"]) == 2
     assert "give both --ampere-bin and --tokio-bin" in capsys.readouterr().err
+    assert main(["bundle", "--out", str(tmp_path), "--ampere-bin", "x", "--tokio-bin", "y",
+                 "--io-dir", str(tmp_path / "nowhere")]) == 2
+    assert "--io-dir" in capsys.readouterr().err
+
+
+def test_prebuilt_io_programs_are_taken_from_the_io_dir(tmp_path):
+    (tmp_path / "io_bench_threaded").write_text("x")
+    got = bundle.prebuilt("a", "t", str(tmp_path))
+    assert got == {"ampere_bench": Path("a"), "tokio_bench": Path("t"), "io_bench_threaded": tmp_path / "io_bench_threaded"}
+    assert bundle.prebuilt(None, None, None) is None
 
 
 def test_portable_build_commands_target_x86_64_v3(tmp_path):
-    commands = bundle.build_commands(REPO, tmp_path)
-    assert "-Dcpu=x86_64_v3" in commands["ampere"][0]
+    commands = bundle.build_commands(REPO, tmp_path, ["-Dio-ampere=true"])
+    assert "-Dcpu=x86_64_v3" in commands["ampere"][0] and "-Dcpu=x86_64_v3" in commands["io"][0]
+    assert [b.name for b in commands["io"][2]] == ["io_bench_ampere", "io_bench_threaded"]  # no -Dzio=true: no zio
+    assert all(str(b).startswith(str(tmp_path)) for b in commands["io"][2])
     assert commands["tokio"][1]["RUSTFLAGS"] == "-C target-cpu=x86-64-v3"
     assert commands["tokio"][1]["CARGO_TARGET_DIR"].startswith(str(tmp_path))  # the native build is left alone
