@@ -23,6 +23,7 @@ from . import artefact, schema, stats
 from .compare import diff_runs
 from .errors import AnalysisError
 from .load import Run, load_run, run_history
+from .machines import IDENTITY_FIELDS, machine_label, run_machine
 
 RATIO_COLUMNS = ["run_id", "run_label", "position", "suite", "tier", "benchmark", "param", "workers", "label",
                  "ratio", "ratio_ci_low", "ratio_ci_high", "verdict", "compared"]
@@ -49,13 +50,30 @@ def run_label(run_id: str, started: Any, commit: Any, dirty: Any) -> str:
     return f"{stamp}\n{git}"
 
 
+def _other_machine(history: pd.DataFrame, hostname: str | None, machine: tuple[Any, ...] | None,
+                   left_out: list[dict[str, str]]) -> pd.DataFrame:
+    """The runs of `history` on the given machine (its identity; else the host name), the others
+    left out: another machine's times are not a regression (the machines page compares them).
+    Two machines can share a host name (every KVM guest here is `vm`): the identity tells them apart."""
+    keep = []
+    for r in history.itertuples():
+        if machine is not None:
+            theirs = run_machine(r.path)
+            same = theirs is None or theirs == machine  # a run naming no machine is not known to differ
+            label = machine_label(dict(zip(IDENTITY_FIELDS, theirs))) if theirs else ""
+        else:
+            same = hostname is None or r.host == hostname
+            label = f"host {r.host}"
+        if not same:
+            left_out.append({"run_id": r.run_id, "reason": f"another machine ({label}): see the machines page"})
+        keep.append(same)
+    return history[keep] if len(history) else history
+
+
 def _complete_runs(data_dir: str | os.PathLike[str] | None, profile: str | None,
-                   left_out: list[dict[str, str]], hostname: str | None = None) -> pd.DataFrame:
-    history = run_history(data_dir, validate=False)
-    if hostname is not None:  # another machine's times are not a regression (the machines page compares them)
-        for r in history[history["host"] != hostname].itertuples():
-            left_out.append({"run_id": r.run_id, "reason": f"another machine (host {r.host}): see the machines page"})
-        history = history[history["host"] == hostname]
+                   left_out: list[dict[str, str]], hostname: str | None = None,
+                   machine: tuple[Any, ...] | None = None) -> pd.DataFrame:
+    history = _other_machine(run_history(data_dir, validate=False), hostname, machine, left_out)
     for r in history[history["status"] != "complete"].itertuples():
         left_out.append({"run_id": r.run_id, "reason": f"not complete ({r.status})"})
     complete = history[history["status"] == "complete"]
@@ -68,15 +86,17 @@ def _complete_runs(data_dir: str | os.PathLike[str] | None, profile: str | None,
 
 def history_data(data_dir: str | os.PathLike[str] | None, baseline: str, candidate: str, tie_band: float,
                  confidence: float, profile: str | None = None, limit: int = 20,
-                 report_dir: str | Path | None = None, hostname: str | None = None) -> History:
+                 report_dir: str | Path | None = None, hostname: str | None = None,
+                 machine: tuple[Any, ...] | None = None) -> History:
     """Compare every complete run (of `profile`, newest `limit`) and diff consecutive runs.
 
     Runs of another profile are left out: their sizes differ, so their times are not
     comparable. `report_dir`: where each run's comparison is cached (artefact.py); without it
-    every run is compared here. `hostname`: only runs of that host (run.json `hostname`).
+    every run is compared here. `machine`: only runs of that machine (run_machine of the page's
+    run); else `hostname`: only runs of that host (run.json `hostname`).
     """
     left_out: list[dict[str, str]] = []
-    complete = _complete_runs(data_dir, profile, left_out, hostname)
+    complete = _complete_runs(data_dir, profile, left_out, hostname, machine)
     for r in complete.iloc[:-limit].itertuples() if len(complete) > limit else ():
         left_out.append({"run_id": r.run_id, "reason": f"older than the newest {limit} complete runs"})
     complete = complete.iloc[-limit:]

@@ -95,6 +95,17 @@ def _run_meta(folder: Path) -> tuple[dict[str, dict[str, Any]], list[str]]:
     return metas, list(metas)
 
 
+def run_machine(folder: str | os.PathLike[str]) -> tuple[Any, ...] | None:
+    """The machine a run folder ran on (identity of its meta.json machine block), None
+    when no meta.json names one or one cannot be read."""
+    try:
+        metas, names = _run_meta(Path(folder))
+    except AnalysisError:
+        return None
+    block = machine_block(metas, names)
+    return identity(block) if block else None
+
+
 # -- choosing the runs ------------------------------------------------------------------------
 
 def choose_runs(candidates: list[dict[str, Any]], page_run_id: str | None) -> tuple[list[dict[str, Any]], dict[str, int]]:

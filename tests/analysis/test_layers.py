@@ -30,7 +30,7 @@ LAYERS: dict[str, list[str]] = {
     "statistics": ["stats", "ranks", "modes", "coverage"],
     "comparison": ["benchmarks", "span_cpu"],
     "diagnostics": ["sanity", "diagnostics"],
-    "results": ["summary", "compare", "artefact", "history", "net", "iosuite", "httpsuite", "machines"],
+    "results": ["summary", "compare", "artefact", "machines", "history", "net", "iosuite", "httpsuite"],
     "presentation": ["fmt", "document", "render", "tables", "words", "figures", "figures.style", "figures.overview",
                      "figures.distributions", "figures.echo", "figures.net", "figures.io", "figures.http", "figures.scaling", "figures.history", "figures.machines",
                      "machines_view", "notebook", "index_page"],

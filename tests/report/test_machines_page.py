@@ -219,3 +219,22 @@ def test_history_keeps_to_the_page_runs_host(two_machines):
     assert list(result.runs["run_id"]) == ["20261120T101500Z-lab1", PAGE]
     reasons = dict(zip(result.left_out["run_id"], result.left_out["reason"]))
     assert reasons[BIG] == "another machine (host big64): see the machines page"
+
+
+def test_history_keeps_to_the_page_runs_machine_when_hosts_share_a_name(tmp_path):
+    """Two KVM guests both named `vm` are two machines: the identity (host, CPU, cores, arch) tells
+    them apart, so the 64-core run is not diffed against the 8-core ones as a regression."""
+    from analysis.history import history_data
+    data = tmp_path / "data"
+    write_machine(data, "20261120T101500Z-vm", "vm", 8, (1, 2, 4))
+    write_machine(data, "20261121T101500Z-vm", "vm", 64, (1, 2, 4, 8, 16, 32, 64), speed=0.5)
+    write_machine(data, "20261122T101500Z-vm", "vm", 8, (1, 2, 4))
+    mine = machines.run_machine(data / "runs" / "20261122T101500Z-vm")
+    assert mine == ("vm", "Test CPU", 8, "x86_64")
+    result = history_data(data, "tokio", "ampere", 0.05, 0.95, profile="full", hostname="vm", machine=mine)
+    assert list(result.runs["run_id"]) == ["20261120T101500Z-vm", "20261122T101500Z-vm"]
+    reasons = dict(zip(result.left_out["run_id"], result.left_out["reason"]))
+    assert reasons["20261121T101500Z-vm"] == "another machine (vm (64 × Test CPU)): see the machines page"
+    by_host = history_data(data, "tokio", "ampere", 0.05, 0.95, profile="full", hostname="vm")
+    assert len(by_host.runs) == 3  # the host name alone cannot tell them apart
+    assert machines.run_machine(tmp_path / "no-such-run") is None
