@@ -31,7 +31,7 @@ from .options import add_stat_options
 from .render import box_table, render, render_many, use_color
 
 #: Optional subcommand modules, registered when importable (the report engineer adds report.py).
-PLUGIN_MODULES: tuple[str, ...] = ("analysis.report", "analysis.bundle")
+PLUGIN_MODULES: tuple[str, ...] = ("analysis.report", "analysis.bundle", "analysis.ab")
 FORMATS = ("table", "json", "csv", "markdown")
 
 

@@ -34,7 +34,7 @@ LAYERS: dict[str, list[str]] = {
     "presentation": ["fmt", "document", "render", "tables", "words", "figures", "figures.style", "figures.overview",
                      "figures.distributions", "figures.echo", "figures.net", "figures.io", "figures.http", "figures.scaling", "figures.history", "figures.machines",
                      "machines_view", "notebook", "index_page"],
-    "commands": ["options", "build", "child", "httpbench", "bench", "bundle", "report", "cli", "__main__"],
+    "commands": ["options", "build", "child", "httpbench", "bench", "bundle", "ab", "report", "cli", "__main__"],
 }
 ORDER = [name for names in LAYERS.values() for name in names]
 
