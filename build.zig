@@ -31,8 +31,9 @@ const zio_commit = "25fc2daa2834862e970e57776a5b9d6329b3d593";
 const IoImpl = struct {
     name: []const u8,
     exe: []const u8,
-    /// The http suite's server on the same implementation (runtime/bench/http_server.zig).
-    http_exe: []const u8,
+    /// The http suite's server on the same implementation (runtime/bench/http_server.zig);
+    /// null: none (zio.epoll).
+    http_exe: ?[]const u8,
     version: []const u8,
     zio_commit: ?[]const u8 = null,
 };
@@ -144,6 +145,14 @@ pub fn build(b: *std.Build) void {
             const zio_io = IoImpl{ .name = "zio", .exe = "io_bench_zio", .http_exe = "http_server_zio", .version = zio_version, .zio_commit = zio_commit };
             addIoProgram(b, target, optimize, test_filters, bench_ampere, zio_io, zio.module("zio"), io_build, io_test);
         }
+        // zio on epoll (its own `backend` build option): the io program only, no http server
+        // and no tests (the same source as `zio`'s), so that the TCP rows can be compared on
+        // the kernel interface every other side uses (zio's default `linux` backend is
+        // io_uring; runtime/bench/README.md, "Io suite").
+        if (b.lazyDependency("zio", .{ .target = target, .optimize = .ReleaseFast, .backend = @as([]const u8, "epoll") })) |zio| {
+            const zio_epoll = IoImpl{ .name = "zio.epoll", .exe = "io_bench_zio_epoll", .http_exe = null, .version = zio_version, .zio_commit = zio_commit };
+            addIoProgram(b, target, optimize, test_filters, bench_ampere, zio_epoll, zio.module("zio"), io_build, null);
+        }
     }
     if (with_ampere_io) {
         const ampere_io = IoImpl{ .name = "ampere.io", .exe = "io_bench_ampere", .http_exe = "http_server_ampere", .version = "0.1.0" };
@@ -218,8 +227,8 @@ fn benchModule(
     return module;
 }
 
-/// The io program built for `io_impl` (ReleaseFast, installed) and its tests (on `optimize`);
-/// `zio` is the peer's module when `io_impl` is zio.
+/// The io program built for `io_impl` (ReleaseFast, installed) and its tests (on `optimize`;
+/// none without `test_step`); `zio` is the peer's module when `io_impl` is zio or zio.epoll.
 fn addIoProgram(
     b: *std.Build,
     target: std.Build.ResolvedTarget,
@@ -229,7 +238,7 @@ fn addIoProgram(
     io_impl: IoImpl,
     zio: ?*std.Build.Module,
     build_step: *std.Build.Step,
-    test_step: *std.Build.Step,
+    test_step: ?*std.Build.Step,
 ) void {
     const options = b.addOptions();
     options.addOption([]const u8, "implementation", io_impl.name);
@@ -239,26 +248,30 @@ fn addIoProgram(
     const exe = b.addExecutable(.{ .name = io_impl.exe, .root_module = release });
     const install = b.addInstallArtifact(exe, .{});
     build_step.dependOn(&install.step);
-    const tests = b.addTest(.{
-        .name = b.fmt("{s}-tests", .{io_impl.exe}),
-        .root_module = ioModule(b, target, optimize, ampere, options, zio),
-        .filters = filters,
-    });
-    test_step.dependOn(&b.addRunArtifact(tests).step);
+    if (test_step) |step| {
+        const tests = b.addTest(.{
+            .name = b.fmt("{s}-tests", .{io_impl.exe}),
+            .root_module = ioModule(b, target, optimize, ampere, options, zio),
+            .filters = filters,
+        });
+        step.dependOn(&b.addRunArtifact(tests).step);
+    }
 
     // The http suite's server: the same source on the same implementation.
+    const http_name = io_impl.http_exe orelse return;
     const http_release = ioModule(b, target, .ReleaseFast, ampere, options, zio);
     http_release.root_source_file = b.path("runtime/bench/http_server.zig");
-    const http_exe = b.addExecutable(.{ .name = io_impl.http_exe, .root_module = http_release });
+    const http_exe = b.addExecutable(.{ .name = http_name, .root_module = http_release });
     build_step.dependOn(&b.addInstallArtifact(http_exe, .{}).step);
+    const step = test_step orelse return;
     const http_tests_module = ioModule(b, target, optimize, ampere, options, zio);
     http_tests_module.root_source_file = b.path("runtime/bench/http_server.zig");
     const http_tests = b.addTest(.{
-        .name = b.fmt("{s}-tests", .{io_impl.http_exe}),
+        .name = b.fmt("{s}-tests", .{http_name}),
         .root_module = http_tests_module,
         .filters = filters,
     });
-    test_step.dependOn(&b.addRunArtifact(http_tests).step);
+    step.dependOn(&b.addRunArtifact(http_tests).step);
 }
 
 fn ioModule(

@@ -46,7 +46,7 @@ Defaults per profile: the variants (DEFAULT_VARIANTS, from runtime/bench/variant
 suite's IO_DEFAULT_VARIANTS for `--suite io`, added to the full profile's `--suite all`), the
 invocation count (DEFAULT_INVOCATIONS) and the worker sweep (default_workers).
 
-The io programs (`ampere.io`, `zig.threaded`, `zio`: analysis/build.py IO_PROGRAMS) are
+The io programs (`ampere.io`, `zig.threaded`, `zio`, `zio.epoll`: analysis/build.py IO_PROGRAMS) are
 runtimes of their own, each its own binary, always run with `--suite io`. One that cannot run —
 `ampere.io` until build.AMPERE_IO_BUILT, another whose binary is missing (the reason the build
 recorded in zig-out/io-absent.json) — is left out of the invocations and recorded in run.json
@@ -105,7 +105,7 @@ DEFAULT_VARIANTS: dict[str, tuple[str, ...]] = {"full": ("ampere", "ampere.nospi
 #: Added to the full profile's default for `--suite all` (make report), and the default of
 #: `--suite io`: Ampere's native API (ampere_bench's io rows), the std.Io implementations (absent
 #: ones are recorded, not run) and Tokio.
-IO_DEFAULT_VARIANTS: tuple[str, ...] = ("ampere", "ampere.io", "zig.threaded", "zio", "tokio")
+IO_DEFAULT_VARIANTS: tuple[str, ...] = ("ampere", "ampere.io", "zig.threaded", "zio", "zio.epoll", "tokio")
 #: The programs with io rows: the io programs, ampere_bench (the rows its native API has,
 #: runtime/bench/io_native.zig) and tokio_bench.
 IO_CAPABLE: tuple[str, ...] = (*IO_PROGRAMS, "ampere", "tokio")

@@ -44,13 +44,18 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 #: Base runtimes this repository builds, in build order (`io`: the io programs).
 RUNTIMES: tuple[str, ...] = ("ampere", "tokio")
 BUILDS: tuple[str, ...] = (*RUNTIMES, "io")
-#: The io programs: one per std.Io implementation (schema.STD_IO_RUNTIMES).
+#: The io programs: one per std.Io implementation (schema.STD_IO_RUNTIMES); `zio.epoll` is zio
+#: built on epoll instead of its default io_uring (built with zio, absent with it).
 IO_PROGRAMS: dict[str, Path] = {
     "ampere.io": Path("zig-out/bin/io_bench_ampere"),
     "zig.threaded": Path("zig-out/bin/io_bench_threaded"),
     "zio": Path("zig-out/bin/io_bench_zio"),
+    "zio.epoll": Path("zig-out/bin/io_bench_zio_epoll"),
 }
-#: The http suite's server on each std.Io implementation (built with the io programs).
+#: The io programs built only with `-Dzio=true` (the lazy zio package).
+ZIO_PROGRAMS: tuple[str, ...] = ("zio", "zio.epoll")
+#: The http suite's server on each std.Io implementation (built with the io programs; none for
+#: zio.epoll, which runs the io suite only).
 HTTP_SERVER_BINARIES: dict[str, Path] = {
     "ampere.io": Path("zig-out/bin/http_server_ampere"),
     "zig.threaded": Path("zig-out/bin/http_server_threaded"),
@@ -106,7 +111,7 @@ def build_steps(root: Path, runtimes: tuple[str, ...] = RUNTIMES) -> list[BuildS
 
 def io_step(root: Path, zio: bool) -> BuildStep:
     flags = (["-Dzio=true"] if zio else []) + (["-Dio-ampere=true"] if AMPERE_IO_BUILT else [])
-    sides = ", ".join(n for n in IO_PROGRAMS if (n != "zio" or zio) and (n != "ampere.io" or AMPERE_IO_BUILT))
+    sides = ", ".join(n for n in IO_PROGRAMS if (n not in ZIO_PROGRAMS or zio) and (n != "ampere.io" or AMPERE_IO_BUILT))
     return BuildStep("io", "zig build io-bench-build", f"io programs ({sides}; Zig 0.16.0, ReleaseFast)",
                      [python_for(root), "-m", "ziglang", "build", "io-bench-build", *flags])
 
@@ -183,12 +188,14 @@ def build_io(root: Path) -> dict[str, str]:
         except RunFailed as exc:
             reason = f"zio build failed ({exc})"
     if reason is not None:
-        absent["zio"] = reason
+        for name in ZIO_PROGRAMS:
+            absent[name] = reason
         print(f"==> [build] zio absent: {reason}", flush=True)
         _run_step(root, io_step(root, zio=False))
     for name in absent:
         (root / IO_PROGRAMS[name]).unlink(missing_ok=True)
-        (root / HTTP_SERVER_BINARIES[name]).unlink(missing_ok=True)
+        if name in HTTP_SERVER_BINARIES:
+            (root / HTTP_SERVER_BINARIES[name]).unlink(missing_ok=True)
     target = root / IO_ABSENT_FILE
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(absent, indent=2) + "\n", encoding="utf-8")

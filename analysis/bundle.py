@@ -11,10 +11,10 @@ program and suites, each program's versions, git commit, which programs take --m
 `<out>/ampere-bundle/` and `<out>/ampere-bundle-x86-64-v3.tar.gz`. On the large machine:
 `tar xzf ampere-bundle-x86-64-v3.tar.gz && ampere-bundle/run.sh` (bash and coreutils only: no
 Python, no network) writes one run folder of the micro suite (ampere, ampere.nospin, Tokio) and
-the io suite (those three and the std.Io programs: ampere.io, zig.threaded, zio) with the
+the io suite (those three and the std.Io programs: ampere.io, zig.threaded, zio, zio.epoll) with the
 worker sweep 1, 2, 4, ... up to the core count within a 9-minute budget (the script's header
-says how). zio is in the bundle when its package is in the Zig cache (`AMPERE_PEERS_DIR` seeds
-it, as for `make report`); without it the bundle has the other five runtimes.
+says how). zio and zio.epoll are in the bundle when zio's package is in the Zig cache
+(`AMPERE_PEERS_DIR` seeds it, as for `make report`); without it the bundle has the other five.
 `--ampere-bin` and `--tokio-bin` take prebuilt programs instead of building (portable builds),
 `--io-dir` a folder of prebuilt io programs (without it such a bundle runs the micro suite).
 """
@@ -52,10 +52,11 @@ RUNTIMES: dict[str, tuple[str, tuple[str, ...]]] = {
     "ampere.io": ("io_bench_ampere", ("io",)),
     "zig.threaded": ("io_bench_threaded", ("io",)),
     "zio": ("io_bench_zio", ("io",)),
+    "zio.epoll": ("io_bench_zio_epoll", ("io",)),
 }
 #: The programs every bundle has; the io programs are in it when they were built.
 REQUIRED = ("ampere_bench", "tokio_bench")
-IO_PROGRAM_NAMES = ("io_bench_ampere", "io_bench_threaded", "io_bench_zio")
+IO_PROGRAM_NAMES = ("io_bench_ampere", "io_bench_threaded", "io_bench_zio", "io_bench_zio_epoll")
 
 
 def io_build_flags(root: Path) -> list[str]:
@@ -68,7 +69,8 @@ def build_commands(root: Path, work: Path, io_flags: list[str] | None = None) ->
     target = work / "cargo-target"
     flags = io_flags if io_flags is not None else []
     io_bins = [work / "zig-io" / "bin" / name for name in IO_PROGRAM_NAMES
-               if (name != "io_bench_zio" or "-Dzio=true" in flags) and (name != "io_bench_ampere" or "-Dio-ampere=true" in flags)]
+               if (not name.startswith("io_bench_zio") or "-Dzio=true" in flags)
+               and (name != "io_bench_ampere" or "-Dio-ampere=true" in flags)]
     return {
         "ampere": ([python_for(root), "-m", "ziglang", "build", "bench-build", f"-Dcpu={ZIG_CPU}", "-p",
                     str(work / "zig")], {}, [work / "zig" / "bin" / "ampere_bench"]),

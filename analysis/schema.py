@@ -106,10 +106,12 @@ MIN_SAMPLES: Final[int] = 6
 DISPLAY_NAMES: Final[dict[str, str]] = {"tokio": "Tokio", "ampere": "ampere"}
 
 #: Every runtime the lab knows (schema 3), in the order tables list them: Ampere's native API and
-#: its variant, Ampere's std.Io, Zig's std.Io.Threaded, the peer zio, Tokio.
-KNOWN_RUNTIMES: Final[tuple[str, ...]] = ("ampere", "ampere.nospin", "ampere.io", "zig.threaded", "zio", "tokio")
+#: its variant, Ampere's std.Io, Zig's std.Io.Threaded, the peer zio (its default io_uring build
+#: and its epoll build), Tokio.
+KNOWN_RUNTIMES: Final[tuple[str, ...]] = ("ampere", "ampere.nospin", "ampere.io", "zig.threaded", "zio", "zio.epoll",
+                                           "tokio")
 #: The runtimes that implement std.Io and run the io program (the io suite's `std.Io` sides).
-STD_IO_RUNTIMES: Final[tuple[str, ...]] = ("ampere.io", "zig.threaded", "zio")
+STD_IO_RUNTIMES: Final[tuple[str, ...]] = ("ampere.io", "zig.threaded", "zio", "zio.epoll")
 #: The io rows Ampere's native API runs (ampere_bench `--suite io`, runtime/bench/io_native.zig):
 #: an ampere variant that is not a std.Io side has these and no other io rows (the contract, not
 #: a one-sided benchmark: data/README.md).

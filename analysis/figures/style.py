@@ -29,7 +29,7 @@ from .. import schema
 from ..tables import VERDICT_COLORS, groups
 
 ROLE_COLORS = {"candidate": "#1f77b4", "baseline": "#ff7f0e"}
-OTHER_COLORS = ("#9467bd", "#2ca02c", "#8c564b", "#e377c2")
+OTHER_COLORS = ("#9467bd", "#2ca02c", "#8c564b", "#e377c2", "#17becf", "#7f7f7f")
 VERDICT_WORDS = {"win": "win (candidate better)", "loss": "loss (candidate worse)",
                  "tie": "tie (inside the band)", "inconclusive": "inconclusive (CI crosses a band edge)"}
 NICE_RATIOS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200,

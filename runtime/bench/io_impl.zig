@@ -4,7 +4,8 @@
 //! | name | what | `workers` = |
 //! |---|---|---|
 //! | `zig.threaded` | `std.Io.Threaded` (Zig's standard library) | its `async_limit` (the pool size for `io.async`); `io.concurrent` tasks get a thread each, as Threaded must to give them the concurrency they ask for (a `concurrent_limit` would make them fail instead) |
-//! | `zio` | the peer zio v0.17.0 through `zio.Runtime.io()` (a lazy package, build.zig.zon) | its executor count (the calling thread is executor 0) |
+//! | `zio` | the peer zio v0.17.0 through `zio.Runtime.io()` (a lazy package, build.zig.zon), with its default Linux backend (io_uring, epoll where io_uring is unavailable) | its executor count (the calling thread is executor 0) |
+//! | `zio.epoll` | the same zio built with its `backend` option `epoll`: the kernel interface ampere.io, Tokio and Threaded use | as `zio` |
 //! | `ampere.io` | Ampere's `std.Io` (`Runtime.io()`, issue 22) | its worker count |
 //!
 //! An `Instance` is built per worker count of the sweep (never inside a timed region) and
@@ -17,6 +18,8 @@ const io_options = @import("io_options");
 const output = @import("output.zig");
 
 pub const name: []const u8 = io_options.implementation;
+/// zio in either build (`zio`, `zio.epoll`): the same program and the same versions.
+const is_zio = std.mem.eql(u8, name, "zio") or std.mem.eql(u8, name, "zio.epoll");
 /// What the implementation is, for meta.json (`runtime_version`; zio's package and commit).
 pub const version: []const u8 = io_options.version;
 pub const zio_commit: ?[]const u8 = io_options.zio_commit;
@@ -31,7 +34,7 @@ pub const Meta = struct {
     variant_settings: struct {} = .{},
     runtime_version: []const u8 = version,
     io_implementation: []const u8 = name,
-    zio_version: ?[]const u8 = if (std.mem.eql(u8, name, "zio")) version else null,
+    zio_version: ?[]const u8 = if (is_zio) version else null,
     zio_commit: ?[]const u8 = zio_commit,
     compiler: []const u8 = "zig",
     compiler_version: []const u8 = builtin.zig_version_string,
@@ -69,12 +72,12 @@ pub const Meta = struct {
 
 pub const Instance = if (std.mem.eql(u8, name, "zig.threaded"))
     Threaded
-else if (std.mem.eql(u8, name, "zio"))
+else if (is_zio)
     @import("io_zio.zig").Instance
 else if (std.mem.eql(u8, name, "ampere.io"))
     Ampere
 else
-    @compileError("unknown io implementation '" ++ name ++ "' (zig.threaded, zio, ampere.io)");
+    @compileError("unknown io implementation '" ++ name ++ "' (zig.threaded, zio, zio.epoll, ampere.io)");
 
 const Threaded = struct {
     threaded: std.Io.Threaded,

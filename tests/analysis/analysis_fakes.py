@@ -194,7 +194,7 @@ if a.suite in ("micro", "all"):
             benches.append(("micro", t, n, "", 1000, ns, w))
 if a.suite in ("echo", "all"):
     benches += [("echo", 0, "echo_f64", f"n={{n}}", n, 8000.0, 1) for n in (1, 10)]
-IO_PROGRAMS = ("zig.threaded", "zio", "ampere.io")
+IO_PROGRAMS = ("zig.threaded", "zio", "zio.epoll", "ampere.io")
 if a.suite == "io" and (RUNTIME in IO_PROGRAMS or RUNTIME == "tokio"):  # the io suite, at every worker count
     for w in sweep:
         benches += [("io", 0, "io_mutex_contended", "tasks=4", 1000, 9.0, w), ("io", 0, "io_spawn", "", 100, 400.0, w)]

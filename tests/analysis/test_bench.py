@@ -66,15 +66,16 @@ def test_parse_progress():
 def test_profile_defaults():
     full, quick = bench.BenchOptions(), bench.BenchOptions(quick=True)
     # the full profile's `--suite all` (make report) adds the io suite's std.Io implementations
-    assert full.variant_names == ("ampere", "ampere.nospin", "tokio", "ampere.io", "zig.threaded", "zio")
+    assert full.variant_names == ("ampere", "ampere.nospin", "tokio", "ampere.io", "zig.threaded", "zio", "zio.epoll")
     assert quick.variant_names == ("ampere", "tokio")
-    assert bench.BenchOptions(suite="io").variant_names == ("ampere", "ampere.io", "zig.threaded", "zio", "tokio")
+    assert bench.BenchOptions(suite="io").variant_names == ("ampere", "ampere.io", "zig.threaded", "zio", "zio.epoll",
+                                                            "tokio")
     assert bench.BenchOptions(suite="micro").variant_names == ("ampere", "ampere.nospin", "tokio")
     assert full.invocation_count == bench.DEFAULT_INVOCATIONS["full"] >= bench.MIN_PUBLISHED_INVOCATIONS
     assert quick.invocation_count == bench.DEFAULT_INVOCATIONS["quick"]
     assert bench.default_workers("full", 2) == (1, 2, 4) and bench.default_workers("full", 4) == (1, 2, 4)
     assert bench.default_workers("full", 16) == (1, 2, 4, 16) and bench.default_workers("quick", 16) == (1, 4)
-    assert full.base_runtimes == ("ampere", "tokio", "ampere.io", "zig.threaded", "zio")
+    assert full.base_runtimes == ("ampere", "tokio", "ampere.io", "zig.threaded", "zio", "zio.epoll")
     variants = bench.load_variants(REPO)
     assert {"ampere", "ampere.nospin", "tokio"} <= set(variants)
     assert variants["ampere.nospin"].runtime == "ampere" and variants["ampere.nospin"].settings == {"spin_before_park_ns": 0}

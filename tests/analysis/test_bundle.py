@@ -95,7 +95,8 @@ def test_bundle_holds_programs_script_and_run_json_pieces(fake_bundle):
     folder = out / "ampere-bundle"
     meta = folder / "meta"
     assert (meta / "runtimes").read_text().split() == ["ampere", "ampere.nospin", "tokio", "ampere.io", "zig.threaded",
-                                                       "zio"]
+                                                       "zio", "zio.epoll"]
+    assert (meta / "program.zio.epoll").read_text().strip() == "io_bench_zio_epoll"
     assert (meta / "program.ampere.nospin").read_text().strip() == "ampere_bench"
     assert (meta / "suites.tokio").read_text().split() == ["micro", "io"]
     assert (meta / "suites.zio").read_text().split() == ["io"]
@@ -112,17 +113,17 @@ def test_run_sh_writes_a_run_folder_the_analysis_loads(fake_bundle, tmp_path):
     assert done.returncode == 0, done.stderr
     (folder,) = (data / "runs").iterdir()
     run = analysis.load_run(folder.name, data_dir=data)
-    names = ("ampere", "ampere.nospin", "tokio", "ampere.io", "zig.threaded", "zio")
+    names = ("ampere", "ampere.nospin", "tokio", "ampere.io", "zig.threaded", "zio", "zio.epoll")
     assert sorted(run.runtimes) == sorted(names)
     info = run.info
     assert info["schema_version"] == 3 and info["workers"] == [1, 2, 4] and info["suites"] == ["micro", "io"]
-    assert info["invocations"] == 3 and len(info["invocation_order"]) == 18
-    firsts = [e["runtime"] for e in info["invocation_order"][::6]]
+    assert info["invocations"] == 3 and len(info["invocation_order"]) == 21
+    firsts = [e["runtime"] for e in info["invocation_order"][::7]]
     assert firsts == ["ampere", "ampere.nospin", "tokio"]  # the order rotates by one per round
     assert info["metrics_files"] == {"ampere": "ampere.metrics.jsonl", "ampere.nospin": "ampere.nospin.metrics.jsonl",
                                      "tokio": None, "ampere.io": "ampere.io.metrics.jsonl", "zig.threaded": None,
-                                     "zio": None}
-    assert len(info["warmup"]["invocations"]) == 6
+                                     "zio": None, "zio.epoll": None}
+    assert len(info["warmup"]["invocations"]) == 7
     assert info["warnings"] == ["only 3 measured invocation(s) per runtime fitted the 120 s budget (a published run "
                                 "has at least 5)"]
     rows = run.rows("ampere")
@@ -208,7 +209,7 @@ def test_unknown_runtime_is_refused(fake_bundle, tmp_path):
     done = run_sh("--runtimes", "ampere,glommio", "--out", str(tmp_path), script=out / "ampere-bundle" / "run.sh")
     assert done.returncode == 2
     assert done.stderr.strip() == ("error: run.sh: --runtimes: unknown runtime 'glommio' (this bundle has: "
-                                   "ampere,ampere.nospin,tokio,ampere.io,zig.threaded,zio)")
+                                   "ampere,ampere.nospin,tokio,ampere.io,zig.threaded,zio,zio.epoll)")
     assert not any(tmp_path.iterdir())
 
 
@@ -231,6 +232,8 @@ def test_portable_build_commands_target_x86_64_v3(tmp_path):
     commands = bundle.build_commands(REPO, tmp_path, ["-Dio-ampere=true"])
     assert "-Dcpu=x86_64_v3" in commands["ampere"][0] and "-Dcpu=x86_64_v3" in commands["io"][0]
     assert [b.name for b in commands["io"][2]] == ["io_bench_ampere", "io_bench_threaded"]  # no -Dzio=true: no zio
+    with_zio = bundle.build_commands(REPO, tmp_path, ["-Dio-ampere=true", "-Dzio=true"])
+    assert [b.name for b in with_zio["io"][2]][-2:] == ["io_bench_zio", "io_bench_zio_epoll"]
     assert all(str(b).startswith(str(tmp_path)) for b in commands["io"][2])
     assert commands["tokio"][1]["RUSTFLAGS"] == "-C target-cpu=x86-64-v3"
     assert commands["tokio"][1]["CARGO_TARGET_DIR"].startswith(str(tmp_path))  # the native build is left alone

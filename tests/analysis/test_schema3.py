@@ -152,7 +152,8 @@ def test_io_run_records_absent_sides_rotates_and_compares(tmp_path, monkeypatch,
     folder = tmp_path / "bin"
     folder.mkdir()
     binaries = {"ampere": install_fake_bench(folder, "ampere"), "tokio": install_fake_bench(folder, "tokio"),
-                "zig.threaded": install_fake_bench(folder, "zig.threaded"), "zio": folder / "no_such_io_bench_zio"}
+                "zig.threaded": install_fake_bench(folder, "zig.threaded"), "zio": folder / "no_such_io_bench_zio",
+                "zio.epoll": folder / "no_such_io_bench_zio_epoll"}
     data = tmp_path / "data"
     options = BenchOptions(suite="io", quick=True, invocations=3, workers=(1, 2), data_dir=str(data),
                            binaries=binaries, warmup=False)
@@ -162,6 +163,7 @@ def test_io_run_records_absent_sides_rotates_and_compares(tmp_path, monkeypatch,
     entries = {e["name"]: e for e in info["runtimes"]}
     assert entries["ampere.io"]["absent"] == "ampere.Io not built yet"
     assert entries["zio"]["absent"] and "absent" not in entries["tokio"] and "absent" not in entries["zig.threaded"]
+    assert entries["zio.epoll"]["absent"]
     order = [(o["runtime"], o["invocation"]) for o in info["invocation_order"]]
     assert [rt for rt, k in order if k == 0] == ["ampere", "zig.threaded", "tokio"]
     assert sorted(order) == sorted((rt, k) for rt in ("ampere", "zig.threaded", "tokio") for k in range(3))
@@ -169,7 +171,7 @@ def test_io_run_records_absent_sides_rotates_and_compares(tmp_path, monkeypatch,
     assert info["bench_commands"]["zig.threaded"][1:5] == ["--variant", "zig.threaded", "--suite", "io"]
     assert info["bench_commands"]["ampere"][1:5] == ["--variant", "ampere", "--suite", "io"]
     run = load_run(str(run_dir))
-    assert set(run.absent) == {"ampere.io", "zio"} and run.runtimes == ("ampere", "tokio", "zig.threaded")
+    assert set(run.absent) == {"ampere.io", "zio", "zio.epoll"} and run.runtimes == ("ampere", "tokio", "zig.threaded")
     assert sorted(run.rows("zig.threaded")["workers"].unique()) == [1, 2]
     native = run.rows("ampere")
     assert set(native["suite"]) == {"io"} and set(native["benchmark"]) == {"io_spawn"}
@@ -320,7 +322,7 @@ def test_io_run_records_ampere_io_metrics_and_no_other_io_programs(tmp_path, mon
     binaries = {"ampere": install_fake_bench(folder, "ampere"), "tokio": install_fake_bench(folder, "tokio"),
                 "ampere.io": install_fake_bench(folder, "ampere.io", metrics=True),
                 "zig.threaded": install_fake_bench(folder, "zig.threaded", metrics=True),
-                "zio": folder / "no_such_io_bench_zio"}
+                "zio": folder / "no_such_io_bench_zio", "zio.epoll": folder / "no_such_io_bench_zio_epoll"}
     options = BenchOptions(suite="io", quick=True, invocations=2, workers=(1, 2), data_dir=str(tmp_path / "data"),
                            binaries=binaries, warmup=False)
     run_dir = run_bench(options)
