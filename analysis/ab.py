@@ -22,6 +22,10 @@ paired, since the programs of a round ran back to back), its verdict against the
 into two modes (modes.find_modes: a bimodal row's median says little; look at its spread).
 `--csv` writes the same table as CSV (atomically; an existing file is an error).
 
+Against `python -m analysis bench --runtimes ampere,ampere.ab --binary ampere.ab=PROGRAM` (a
+full run folder, the report's pages, ampere_bench builds only): no run folder and no variant
+to declare, any bench program (the io programs' builds too), any number of them, one table.
+
 Errors are one line: a program that is missing or not executable, a name used twice, fewer
 than 2 rounds, a program that fails or outlives `--timeout-s` (its last stderr line, the round),
 or a CSV that does not validate (bench_csv's file, line and problem).
