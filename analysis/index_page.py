@@ -32,7 +32,8 @@ DESCRIPTIONS = {
     "net": "Net suite (TCP over loopback): median and p99 time per round trip with intervals for payload sizes, "
            "connections and connects, tcp_stream throughput in MiB/s, scaling over connections, and every ratio "
            "to the baseline with its interval and verdict in wall and CPU time.",
-    "io": "Io suite (one std.Io program on ampere.io, std.Io.Threaded and zio, Tokio's twins, and ampere's "
+    "io": "Io suite (one std.Io program on ampere.io, std.Io.Threaded and zio — its io_uring and its epoll build —, "
+          "Tokio's twins, and ampere's "
           "native API where it has the row): the matrix "
           "of every runtime (ns/op, CPU ns/op, ratio to the fastest with its interval, the winner per row), one "
           "forest plot per runtime against Tokio, and the price of straight-line code (ampere.io ÷ ampere).",

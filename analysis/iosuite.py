@@ -2,7 +2,7 @@
 one sentence per runtime (the io page, notebooks/io.ipynb, and the report index).
 
 The io suite runs one `std.Io` program on several implementations (`ampere.io`,
-`zig.threaded`, `zio`) and Tokio's twins (runtime/bench/README.md, "Io suite"); each of them is
+`zig.threaded`, `zio`, and `zio.epoll`: zio built on epoll) and Tokio's twins (runtime/bench/README.md, "Io suite"); each of them is
 compared with the baseline (Tokio) in the run's comparisons (artefact.RunComparisons). Here
 they are put side by side:
 
