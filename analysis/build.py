@@ -109,9 +109,15 @@ def build_steps(root: Path, runtimes: tuple[str, ...] = RUNTIMES) -> list[BuildS
     return [recipes[rt] for rt in BUILDS if rt in runtimes]
 
 
+def io_sides(zio: bool, ampere_io: bool = AMPERE_IO_BUILT) -> list[str]:
+    """The io programs (IO_PROGRAMS order) an io build makes: zio's with `-Dzio=true`, ampere.io's
+    with `-Dio-ampere=true`, the others always."""
+    return [n for n in IO_PROGRAMS if (n not in ZIO_PROGRAMS or zio) and (n != "ampere.io" or ampere_io)]
+
+
 def io_step(root: Path, zio: bool) -> BuildStep:
     flags = (["-Dzio=true"] if zio else []) + (["-Dio-ampere=true"] if AMPERE_IO_BUILT else [])
-    sides = ", ".join(n for n in IO_PROGRAMS if (n not in ZIO_PROGRAMS or zio) and (n != "ampere.io" or AMPERE_IO_BUILT))
+    sides = ", ".join(io_sides(zio))
     return BuildStep("io", "zig build io-bench-build", f"io programs ({sides}; Zig 0.16.0, ReleaseFast)",
                      [python_for(root), "-m", "ziglang", "build", "io-bench-build", *flags])
 

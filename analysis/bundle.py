@@ -34,7 +34,8 @@ from typing import Any
 
 from .bench import (CONSTANTS_FILE, IO_METRICS_PROGRAMS, VERSION_FIELDS, git_state, io_variants, iso, load_profile,
                     load_variants, supports_metrics, utc_now)
-from .build import AMPERE_IO_BUILT, REPO_ROOT, python_for, seed_peers, zio_absent_reason
+from .build import (AMPERE_IO_BUILT, BINARIES, IO_PROGRAMS, REPO_ROOT, io_sides, python_for, seed_peers,
+                    zio_absent_reason)
 from .errors import AnalysisError, RunFailed
 from .files import atomic_writer, write_json_atomic
 
@@ -45,18 +46,16 @@ ARCHIVE = f"{BUNDLE_NAME}-{RUST_CPU}.tar.gz"
 SCRIPT = Path("scripts/many_core_run.sh")
 #: The runtimes a bundle can run (run.sh --runtimes), in run.sh's default order: each one's
 #: program in bin/ and the suites that program runs.
+#: The program names are those of the native builds (build.BINARIES, build.IO_PROGRAMS).
 RUNTIMES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "ampere": ("ampere_bench", ("micro", "io")),
-    "ampere.nospin": ("ampere_bench", ("micro", "io")),
-    "tokio": ("tokio_bench", ("micro", "io")),
-    "ampere.io": ("io_bench_ampere", ("io",)),
-    "zig.threaded": ("io_bench_threaded", ("io",)),
-    "zio": ("io_bench_zio", ("io",)),
-    "zio.epoll": ("io_bench_zio_epoll", ("io",)),
+    "ampere": (BINARIES["ampere"].name, ("micro", "io")),
+    "ampere.nospin": (BINARIES["ampere"].name, ("micro", "io")),
+    "tokio": (BINARIES["tokio"].name, ("micro", "io")),
+    **{rt: (path.name, ("io",)) for rt, path in IO_PROGRAMS.items()},
 }
 #: The programs every bundle has; the io programs are in it when they were built.
-REQUIRED = ("ampere_bench", "tokio_bench")
-IO_PROGRAM_NAMES = ("io_bench_ampere", "io_bench_threaded", "io_bench_zio", "io_bench_zio_epoll")
+REQUIRED = (BINARIES["ampere"].name, BINARIES["tokio"].name)
+IO_PROGRAM_NAMES = tuple(path.name for path in IO_PROGRAMS.values())
 
 
 def io_build_flags(root: Path) -> list[str]:
@@ -68,9 +67,8 @@ def build_commands(root: Path, work: Path, io_flags: list[str] | None = None) ->
     """Per build: the portable build command, its environment changes and the binaries it makes."""
     target = work / "cargo-target"
     flags = io_flags if io_flags is not None else []
-    io_bins = [work / "zig-io" / "bin" / name for name in IO_PROGRAM_NAMES
-               if (not name.startswith("io_bench_zio") or "-Dzio=true" in flags)
-               and (name != "io_bench_ampere" or "-Dio-ampere=true" in flags)]
+    io_bins = [work / "zig-io" / "bin" / IO_PROGRAMS[rt].name
+               for rt in io_sides("-Dzio=true" in flags, "-Dio-ampere=true" in flags)]
     return {
         "ampere": ([python_for(root), "-m", "ziglang", "build", "bench-build", f"-Dcpu={ZIG_CPU}", "-p",
                     str(work / "zig")], {}, [work / "zig" / "bin" / "ampere_bench"]),

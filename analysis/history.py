@@ -50,7 +50,7 @@ def run_label(run_id: str, started: Any, commit: Any, dirty: Any) -> str:
     return f"{stamp}\n{git}"
 
 
-def _other_machine(history: pd.DataFrame, hostname: str | None, machine: tuple[Any, ...] | None,
+def _on_machine(history: pd.DataFrame, hostname: str | None, machine: tuple[Any, ...] | None,
                    left_out: list[dict[str, str]]) -> pd.DataFrame:
     """The runs of `history` on the given machine (its identity; else the host name), the others
     left out: another machine's times are not a regression (the machines page compares them).
@@ -73,7 +73,7 @@ def _other_machine(history: pd.DataFrame, hostname: str | None, machine: tuple[A
 def _complete_runs(data_dir: str | os.PathLike[str] | None, profile: str | None,
                    left_out: list[dict[str, str]], hostname: str | None = None,
                    machine: tuple[Any, ...] | None = None) -> pd.DataFrame:
-    history = _other_machine(run_history(data_dir, validate=False), hostname, machine, left_out)
+    history = _on_machine(run_history(data_dir, validate=False), hostname, machine, left_out)
     for r in history[history["status"] != "complete"].itertuples():
         left_out.append({"run_id": r.run_id, "reason": f"not complete ({r.status})"})
     complete = history[history["status"] == "complete"]

@@ -61,6 +61,14 @@ def test_help_describes_the_options():
     assert done.returncode == 0 and "--cores N" in done.stdout and "--budget-s S" in done.stdout
 
 
+def completed_run(script: Path, out: Path, *args: str) -> tuple[Path, dict]:
+    """run.sh with `args` into `out`, which must succeed: the run folder and its run.json."""
+    done = run_sh(*args, "--out", str(out), script=script)
+    assert done.returncode == 0, done.stderr
+    (folder,) = out.iterdir()
+    return folder, json.loads((folder / "run.json").read_text())
+
+
 @pytest.fixture(scope="module")
 def fake_bundle(tmp_path_factory):
     """A bundle assembled from the fake programs (the real build is the same code after build_portable)."""
@@ -108,10 +116,8 @@ def test_bundle_holds_programs_script_and_run_json_pieces(fake_bundle):
 def test_run_sh_writes_a_run_folder_the_analysis_loads(fake_bundle, tmp_path):
     out, _ = fake_bundle
     data = tmp_path / "data"
-    done = run_sh("--cores", "4", "--invocations", "3", "--budget-s", "120", "--out", str(data / "runs"),
-                  script=out / "ampere-bundle" / "run.sh")
-    assert done.returncode == 0, done.stderr
-    (folder,) = (data / "runs").iterdir()
+    folder, _ = completed_run(out / "ampere-bundle" / "run.sh", data / "runs", "--cores", "4", "--invocations", "3",
+                              "--budget-s", "120")
     run = analysis.load_run(folder.name, data_dir=data)
     names = ("ampere", "ampere.nospin", "tokio", "ampere.io", "zig.threaded", "zio", "zio.epoll")
     assert sorted(run.runtimes) == sorted(names)
@@ -143,11 +149,8 @@ def test_run_sh_writes_a_run_folder_the_analysis_loads(fake_bundle, tmp_path):
 
 def test_suites_and_runtimes_narrow_the_run(fake_bundle, tmp_path):
     out, _ = fake_bundle
-    done = run_sh("--cores", "2", "--invocations", "1", "--suites", "io", "--runtimes", "ampere,zio",
-                  "--out", str(tmp_path), script=out / "ampere-bundle" / "run.sh")
-    assert done.returncode == 0, done.stderr
-    (folder,) = tmp_path.iterdir()
-    info = json.loads((folder / "run.json").read_text())
+    folder, info = completed_run(out / "ampere-bundle" / "run.sh", tmp_path, "--cores", "2", "--invocations", "1",
+                                 "--suites", "io", "--runtimes", "ampere,zio")
     assert info["suites"] == ["io"] and [r["name"] for r in info["runtimes"]] == ["ampere", "zio"]
     assert info["metrics_files"] == {"ampere": "ampere.metrics.jsonl", "zio": None}  # one invocation: it records
     assert {line.split(",")[2] for line in (folder / "ampere.csv").read_text().splitlines()[1:]} == {"io"}
@@ -167,11 +170,7 @@ def test_a_runtime_outside_the_suites_is_refused(fake_bundle, tmp_path):
 
 def test_a_bundle_without_io_programs_runs_its_three_runtimes(micro_bundle, tmp_path):
     """ampere_bench and tokio_bench run the io suite's native rows too, without the std.Io programs."""
-    done = run_sh("--cores", "2", "--invocations", "1", "--out", str(tmp_path),
-                  script=micro_bundle / "ampere-bundle" / "run.sh")
-    assert done.returncode == 0, done.stderr
-    (folder,) = tmp_path.iterdir()
-    info = json.loads((folder / "run.json").read_text())
+    _, info = completed_run(micro_bundle / "ampere-bundle" / "run.sh", tmp_path, "--cores", "2", "--invocations", "1")
     assert info["suites"] == ["micro", "io"]
     assert [r["name"] for r in info["runtimes"]] == ["ampere", "ampere.nospin", "tokio"]
 
@@ -180,11 +179,8 @@ def test_the_budget_bounds_the_measured_rounds(fake_bundle, tmp_path):
     """Rounds = what fits in the budget after the warm-up at the warm-up round's pace (x 1.1),
     at least 1, at most --invocations."""
     out, _ = fake_bundle
-    done = run_sh("--cores", "2", "--budget-s", "1", "--invocations", "50", "--runtimes", "ampere,tokio",
-                  "--out", str(tmp_path), script=out / "ampere-bundle" / "run.sh")
-    assert done.returncode == 0, done.stderr
-    (folder,) = tmp_path.iterdir()
-    info = json.loads((folder / "run.json").read_text())
+    _, info = completed_run(out / "ampere-bundle" / "run.sh", tmp_path, "--cores", "2", "--budget-s", "1",
+                            "--invocations", "50", "--runtimes", "ampere,tokio")
     round_s = sum(w["elapsed_s"] for w in info["warmup"]["invocations"])
     assert [r["name"] for r in info["runtimes"]] == ["ampere", "tokio"]
     assert 1 <= info["invocations"] <= max(1, int(1 / (round_s * 1.1)))
