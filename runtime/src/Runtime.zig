@@ -91,6 +91,8 @@ pub fn init(allocator: Allocator, options: Options) !*Runtime {
         .stacks_cached = options.fiber_stacks_cached,
     });
     errdefer self.fibers.deinit();
+    // Before the workers start: each has a share of the stack pool (Stack.zig, "Worker caches").
+    try self.fibers.stacks.initLocals(allocator, options.workers);
     try self.scheduler.init(allocator, options, self);
     errdefer self.scheduler.deinit();
     self.blocking = try BlockingPool.init(allocator, &self.scheduler.shared, options.max_blocking_threads, options.blocking_keep_alive_ns);

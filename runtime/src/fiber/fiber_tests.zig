@@ -16,6 +16,7 @@ const Worker = @import("../scheduler/Worker.zig");
 const ampere_testing = @import("../testing.zig");
 const yieldNow = @import("../task/yield_now.zig").yieldNow;
 const TaskBlocks = @import("../scheduler/TaskBlocks.zig");
+const Stack = @import("Stack.zig");
 const assert = std.debug.assert;
 
 fn newRuntime(workers: u32) !*Runtime {
@@ -627,6 +628,9 @@ test "spawn + await on one worker: the child completes on its stack and hands st
     defer rt.deinit();
     const count: u64 = ampere_testing.scaled(2_000, 50);
     _ = try rt.blockOn(try rt.spawnFiber(spawnAwaitSequentially, .{8})); // Warm the stack pool.
+    // The children's stacks came through the worker's share of the pool, the parent's (spawned
+    // by this thread) through the pool alone (Stack.zig, "Worker caches").
+    try testing.expectEqual(@as(u32, 1), Stack.Pool.Local.get(&rt.fibers.stacks.local(0).?.count));
     const mapped_before = rt.fibers.stacks.mapped_total.load(.monotonic);
     const before = rt.metrics().total();
     const sum = try rt.blockOn(try rt.spawnFiber(spawnAwaitSequentially, .{count}));
@@ -641,8 +645,11 @@ test "spawn + await on one worker: the child completes on its stack and hands st
     try testing.expect(counts.get(.handoffs) * 10 >= count * 2 * 9);
     try testing.expect((counts.get(.polls) - counts.get(.handoffs)) * 16 <= counts.get(.polls));
     // The retired stack is given back on landing, before the parent's next spawn reserves one:
-    // one warm stack serves every child.
-    try testing.expectEqual(mapped_before, rt.fibers.stacks.mapped_total.load(.monotonic));
+    // one warm stack serves every child. Nothing is mapped per child; a refill of the worker's
+    // credits may map the few its batch lacks (one in `check_every` releases goes to the pool
+    // and takes a credit's reservation with it: about one refill per 1,000 children).
+    const mapped = rt.fibers.stacks.mapped_total.load(.monotonic) - mapped_before;
+    try testing.expect(mapped <= Stack.Pool.credit_batch * (1 + count / 1000));
     try testing.expectEqual(@as(usize, 0), rt.fibers.stacks.inUse());
 }
 

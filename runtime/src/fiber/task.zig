@@ -88,6 +88,11 @@ pub const Task = struct {
     /// published before the stack is given back ("Completing on the fiber's stack").
     retired: bool = false,
     stack_released: bool = false,
+    /// Its stack was reserved on a worker's share of the pool (Stack.zig, "Worker caches"):
+    /// taken and given back through the share of the worker that runs it. A task spawned by
+    /// any other thread uses the pool alone, so that the stacks its spawner's later
+    /// reservations count on are not left cached in a worker's share.
+    stack_local: bool = false,
     /// For the layer that created the task (std.Io: the group it belongs to).
     user: ?*anyopaque = null,
     /// Link in a list of that layer (std.Io: the group's members).
@@ -124,7 +129,8 @@ pub const Task = struct {
         const home = if (taken) |t| t.home else TaskBlocks.home_none;
         const memory: [*]u8 = if (taken) |t| t.block else allocator.rawAlloc(len, alignment, @returnAddress()) orelse return error.OutOfMemory;
         errdefer freeMemory(allocator, scheduler, memory, len, alignment, home);
-        try fibers.stacks.reserve();
+        const share = stackShare(fibers, scheduler);
+        try fibers.stacks.reserveOn(share);
         const self: *Task = @ptrCast(@alignCast(memory));
         // Field by field: a struct literal was built on the stack and copied in 64-byte moves
         // that overlapped the literal's own narrower stores (a store-forwarding stall per
@@ -142,13 +148,14 @@ pub const Task = struct {
         self.killed = false;
         self.retired = false;
         self.stack_released = false;
+        self.stack_local = share != null;
         self.user = null;
         self.link = .{};
         self.on_done = null;
         self.waker = self.header.borrowedWaker();
         self.cx = future.Context.init(&self.waker);
         self.fiber.handoff = &handoff;
-        comptime assert(@typeInfo(Task).@"struct".fields.len == 17); // Every field set above.
+        comptime assert(@typeInfo(Task).@"struct".fields.len == 18); // Every field set above.
         @memcpy((memory + context_offset)[0..context.len], context);
         return self;
     }
@@ -163,6 +170,18 @@ pub const Task = struct {
     fn freeSelf(self: *Task) void {
         const memory: [*]u8 = @ptrCast(self);
         freeMemory(self.allocator, self.header.scheduler, memory, self.len, self.alignment, self.header.block_home);
+    }
+
+    /// The stack pool's share of the calling thread's worker (Stack.zig, "Worker caches"), or
+    /// null when the caller is not one of `scheduler`'s workers.
+    fn stackShare(fibers: *Fibers, scheduler: *const Header.Scheduler) ?*Stack.Pool.Local {
+        const worker = Worker.currentFor(scheduler) orelse return null;
+        return fibers.stacks.local(worker.index);
+    }
+
+    /// `stackShare` for this task's stack: null if it was reserved on the pool alone.
+    fn stackShareFor(self: *Task) ?*Stack.Pool.Local {
+        return if (self.stack_local) stackShare(self.fibers, self.header.scheduler) else null;
     }
 
     pub fn fromHeader(header: *Header) *Task {
@@ -196,8 +215,10 @@ pub const Task = struct {
         assert(!self.stack_released);
         self.fiber.retire();
         self.stack_released = true;
-        if (self.retired) return self.fibers.stacks.releaseRetired(self.fiber.stack.?);
-        if (self.fiber.stack) |stack| self.fibers.stacks.release(stack) else self.fibers.stacks.unreserve();
+        const stacks = &self.fibers.stacks;
+        const share = self.stackShareFor();
+        if (self.retired) return stacks.releaseRetiredOn(self.fiber.stack.?, share);
+        if (self.fiber.stack) |stack| stacks.releaseOn(stack, share) else stacks.unreserveOn(share);
         if (self.on_done) |on_done| on_done(self);
     }
 
@@ -222,7 +243,7 @@ pub const Task = struct {
     pub fn poll(header: *Header) bool {
         const self = fromHeader(header);
         overflow.ensureAltStack(&self.fibers.alt_stacks);
-        if (self.fiber.stack == null) self.fiber.attachStack(self.fibers.stacks.takeReserved());
+        if (self.fiber.stack == null) self.fiber.attachStack(self.fibers.stacks.takeReservedOn(self.stackShareFor()));
         const back = fromFiber(self.fiber.resumeOnce(&self.cx));
         if (back.fiber.status != .finished) return false;
         // Before `releaseStack` (a group member wakes its awaiter there) and the completion
@@ -248,7 +269,7 @@ pub const Task = struct {
         const retire: ?*const fn (*Header) void = if (from.status == .finished) retireStack else null;
         const next_header = worker.takeHandoff(&self.header, poll, retire) orelse return null;
         const next = fromHeader(next_header);
-        if (next.fiber.stack == null) next.fiber.attachStack(next.fibers.stacks.takeReserved());
+        if (next.fiber.stack == null) next.fiber.attachStack(next.fibers.stacks.takeReservedOn(if (next.stack_local) next.fibers.stacks.local(worker.index) else null));
         next.fiber.prepareSuccessor(&next.cx);
         return &next.fiber;
     }

@@ -32,8 +32,8 @@
 //! and the awaiter's waker. A member leaves the group when its fiber is done (`Task.on_done`,
 //! on the thread that resumed or killed it): under the lock it unlinks itself, and if it was
 //! the last, takes the awaiter's waker; it wakes it after unlocking and never touches the
-//! state again (the awaiter may free it at once). A member's task has no join handle (it is
-//! dropped at spawn), so its allocation is freed as soon as it completes: a long-lived group
+//! state again (the awaiter may free it at once). A member's task has no join handle (given
+//! up before it is published), so its allocation is freed as soon as it completes: a long-lived group
 //! holds nothing for members that finished.
 
 const std = @import("std");
@@ -274,6 +274,9 @@ pub fn groupConcurrent(
     const task = spawn(self, context, context_alignment, 0, .@"1", .{ .no_result = start }) catch
         return error.ConcurrencyUnavailable;
     const shared = self.shared;
+    // The group holds no handle: the task frees itself when it completes. Given up before the
+    // task is published (a plain store).
+    task.header.detachUnpublished();
     // Into the owned list first: a spawn refused at shutdown never joins the group.
     fiber_task.insertOwned(shared, task) catch return error.ConcurrencyUnavailable;
     task.user = state;
@@ -287,8 +290,6 @@ pub fn groupConcurrent(
         if (state.canceled) _ = task.fiber.requestCancel();
     }
     fiber_task.schedule(shared, task);
-    // The group holds no handle: the task frees itself when it completes.
-    task.header.dropJoinHandle();
 }
 
 pub fn groupAsync(
