@@ -59,7 +59,6 @@ const TaskBlocks = @import("../scheduler/TaskBlocks.zig");
 const Fiber = @import("Fiber.zig");
 const Stack = @import("Stack.zig");
 const Fibers = @import("Fibers.zig");
-const intrusive_list = @import("../wait/intrusive_list.zig");
 const overflow = @import("overflow.zig");
 
 /// What a fiber task runs: a function of its context that writes a result (spawned fibers,
@@ -95,8 +94,8 @@ pub const Task = struct {
     stack_local: bool = false,
     /// For the layer that created the task (std.Io: the group it belongs to).
     user: ?*anyopaque = null,
-    /// Link in a list of that layer (std.Io: the group's members).
-    link: intrusive_list.Node = .{},
+    /// Link in a list of that layer (std.Io: the members a group cancel woke).
+    cancel_next: ?*Task = null,
     /// Called by the thread that saw the fiber finish or killed it, before the task completes
     /// (std.Io: a group member leaves its group).
     on_done: ?*const fn (task: *Task) void = null,
@@ -150,7 +149,7 @@ pub const Task = struct {
         self.stack_released = false;
         self.stack_local = share != null;
         self.user = null;
-        self.link = .{};
+        self.cancel_next = null;
         self.on_done = null;
         self.waker = self.header.borrowedWaker();
         self.cx = future.Context.init(&self.waker);

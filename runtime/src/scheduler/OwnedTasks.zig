@@ -103,6 +103,24 @@ pub fn popAny(self: *OwnedTasks) ?*Header {
     return null;
 }
 
+/// Calls `visitor.visit(task)` for every listed task, under the lock of the task's shard (so
+/// `visit` may read what was written before the insert, and must run no scheduler code). A
+/// task inserted during the walk is visited or not; one inserted after it is not.
+pub fn forEach(self: *OwnedTasks, visitor: anytype) void {
+    for (self.shards) |*shard| {
+        shard.mutex.lock();
+        defer shard.mutex.unlock();
+        var node = shard.head;
+        var remaining = shard.count; // Bounds the walk: the list is linked only under this lock.
+        while (node) |task| : (node = task.owned_next) {
+            assert(remaining > 0);
+            remaining -= 1;
+            visitor.visit(task);
+        }
+        assert(remaining == 0);
+    }
+}
+
 pub fn count(self: *OwnedTasks) usize {
     var total: usize = 0;
     for (self.shards) |*shard| {
@@ -125,6 +143,15 @@ test "insert, remove, close" {
     owned.remove(&tasks[2]);
     owned.remove(&tasks[4]);
     try std.testing.expectEqual(@as(usize, 4), owned.count());
+    const Counter = struct {
+        ids: u64 = 0,
+        fn visit(counter: *@This(), task: *Header) void {
+            counter.ids |= @as(u64, 1) << @intCast(task.id);
+        }
+    };
+    var counter = Counter{};
+    owned.forEach(&counter);
+    try std.testing.expectEqual(@as(u64, 0b101011), counter.ids); // All but 2 and 4.
     owned.close();
     try std.testing.expectError(error.Shutdown, owned.insert(&tasks[2]));
     var popped: usize = 0;

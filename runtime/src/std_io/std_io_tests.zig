@@ -174,6 +174,58 @@ test "a group awaits all its members; cancel interrupts them; a canceled group's
     try expectNoStacksInUse(rt);
 }
 
+const Churn = struct {
+    done: std.atomic.Value(u32) = .init(0),
+
+    /// Finishes at once, or first spawns a child into its own group (a spawn that races the
+    /// last member's decrement: `leave` in tasks.zig, "a spawn came in meanwhile").
+    fn member(self: *Churn, io: Io, group: *Io.Group, depth: u32) void {
+        if (depth > 0) group.async(io, member, .{ self, io, group, depth - 1 });
+        _ = self.done.fetchAdd(1, .monotonic);
+    }
+
+    /// Waits on a futex nobody wakes: only a cancel ends it.
+    fn blocked(self: *Churn, io: Io, never: *std.atomic.Value(u32)) Io.Cancelable!void {
+        try io.futexWait(u32, &never.raw, 0);
+        _ = self.done.fetchAdd(1, .monotonic);
+    }
+};
+
+test "stress: group members end on 4 workers while the awaiter waits; cancels race spawns" {
+    const rt = try newRuntime(4);
+    defer rt.deinit();
+    const io = rt.io();
+    const rounds = ampere_testing.scaled(300, 20);
+    var never: std.atomic.Value(u32) = .init(0);
+    for (0..rounds) |round| {
+        var churn = Churn{};
+        var group: Io.Group = .init;
+        // 16 members of depth 2: each spawns a child, which spawns one more.
+        for (0..16) |_| group.async(io, Churn.member, .{ &churn, io, &group, 2 });
+        try group.await(io);
+        try testing.expectEqual(@as(u32, 16 * 3), churn.done.load(.monotonic));
+        try testing.expect(group.token.load(.monotonic) == null);
+        // Members blocked forever, more spawned while the cancel walks: every one ends.
+        var blocked: Io.Group = .init;
+        for (0..8 + round % 8) |_| try blocked.concurrent(io, Churn.blocked, .{ &churn, io, &never });
+        // A member spawns more while the cancel walks (std.Io allows spawns concurrent with a
+        // cancel as long as the group cannot complete meanwhile: the spawner is a member).
+        try blocked.concurrent(io, spawnBlocked, .{ io, &blocked, &churn, &never });
+        blocked.cancel(io);
+        try testing.expect(blocked.token.load(.monotonic) == null);
+    }
+    try expectNoStacksInUse(rt);
+}
+
+/// A member that spawns into its own group while another fiber cancels it: a member spawned
+/// after the cancel's store starts canceled, one spawned before is found by the cancel's walk.
+fn spawnBlocked(io: Io, group: *Io.Group, churn: *Churn, never: *std.atomic.Value(u32)) void {
+    for (0..8) |_| {
+        group.concurrent(io, Churn.blocked, .{ churn, io, never }) catch unreachable;
+        std.atomic.spinLoopHint();
+    }
+}
+
 const GroupAwaiter = struct {
     fn run(io: Io, members: *Members) Io.Cancelable!void {
         var group: Io.Group = .init;

@@ -27,14 +27,21 @@
 //!
 //! `Io.Group.token` points to a `GroupState` allocated by the first spawn into an idle group
 //! (a compare-and-swap installs it; concurrent first spawns free the loser's) and freed by the
-//! `groupAwait` or `groupCancel` that finds the group finished, which stores null again. Under
-//! its lock: the members running (an intrusive list of their tasks), whether it was canceled,
-//! and the awaiter's waker. A member leaves the group when its fiber is done (`Task.on_done`,
-//! on the thread that resumed or killed it): under the lock it unlinks itself, and if it was
-//! the last, takes the awaiter's waker; it wakes it after unlocking and never touches the
-//! state again (the awaiter may free it at once). A member's task has no join handle (given
-//! up before it is published), so its allocation is freed as soon as it completes: a long-lived group
-//! holds nothing for members that finished.
+//! `groupAwait` or `groupCancel` that finds the group finished, which stores null again.
+//!
+//! - `running` counts the members spawned and not done: an atomic increment at the spawn, a
+//!   decrement when the member's fiber is done (`Task.on_done`, on the thread that resumed or
+//!   killed it). Only the decrement to 0 takes the state's lock, where the awaiter checks for
+//!   0 and leaves its waker; the last member takes the waker there and wakes it after
+//!   unlocking, never touching the state again (the awaiter may free it at once). See `leave`.
+//! - The group keeps no list of its members: a cancel finds them in the runtime's owned list
+//!   (fiber tasks whose `user` is the state), and `canceled` makes members spawned later start
+//!   canceled. See `cancelMembers` for why none is missed. A spawn and a member's end cost
+//!   one atomic read-modify-write each on the state instead of a lock pair each (and the
+//!   list's links).
+//!
+//! A member's task has no join handle (given up before it is published), so its allocation is
+//! freed as soon as it completes: a long-lived group holds nothing for members that finished.
 
 const std = @import("std");
 const assert = std.debug.assert;
@@ -45,7 +52,6 @@ const Waker = @import("../Waker.zig");
 const Lock = @import("../Lock.zig");
 const Header = @import("../task/Header.zig");
 const WakeList = @import("../wait/WakeList.zig");
-const intrusive_list = @import("../wait/intrusive_list.zig");
 const Fiber = @import("../fiber/Fiber.zig");
 const fiber_task = @import("../fiber/task.zig");
 const Task = fiber_task.Task;
@@ -209,13 +215,15 @@ pub fn crashHandler(userdata: ?*anyopaque) void {
 // -- groups ----------------------------------------------------------------------------------
 
 const GroupState = struct {
+    /// Members spawned and not done. Only the decrement to 0 takes `lock` (see `leave`).
+    running: std.atomic.Value(usize) = .init(0),
+    /// Set by a cancel before it walks the owned list (see `cancelMembers`).
+    canceled: std.atomic.Value(bool) = .init(false),
     lock: Lock = .{},
-    members: intrusive_list.List = .{},
-    running: usize = 0,
-    canceled: bool = false,
+    /// Guarded by `lock`: the awaiter's waker.
     awaiter: ?Waker = null,
-    /// The awaiting fiber was killed (runtime shutdown) while members ran: the last member to
-    /// leave frees the state.
+    /// Guarded by `lock`: the awaiting fiber was killed (runtime shutdown) while members ran:
+    /// the last member to leave frees the state.
     abandoned: bool = false,
 };
 
@@ -242,24 +250,37 @@ const GroupStart = struct {
     start: *const fn (context: *const anyopaque) void,
 };
 
-fn memberDone(task: *Task) void {
-    const state: *GroupState = @ptrCast(@alignCast(task.user.?));
+/// A member leaves: `running` goes down by one. Above 1 a compare-and-swap does it (release:
+/// the member's effects happen before the awaiter's acquire of the final count — every
+/// read-modify-write continues the release sequence). The decrement to 0 happens under
+/// `lock` only, where the awaiter checks for 0: so an awaiter that sees 0 knows that no
+/// member will touch the state again and may free it, and one that sees more than 0 leaves its
+/// waker for the last member, which takes it under the lock and wakes it after unlocking. A
+/// member that reaches the lock finding a spawn came in meanwhile just decrements.
+fn leave(state: *GroupState, allocator: std.mem.Allocator) void {
+    var running = state.running.load(.monotonic);
+    while (running > 1) {
+        running = state.running.cmpxchgWeak(running, running - 1, .release, .monotonic) orelse return;
+    }
     var free = false;
     const awaiter: ?Waker = blk: {
         state.lock.lock();
         defer state.lock.unlock();
-        state.members.remove(&task.link);
-        assert(state.running > 0);
-        state.running -= 1;
-        if (state.running > 0) break :blk null;
+        const before = state.running.fetchSub(1, .acq_rel);
+        assert(before >= 1);
+        if (before > 1) break :blk null;
         free = state.abandoned;
         const waker = state.awaiter;
         state.awaiter = null;
         break :blk waker;
     };
     // The state may be freed from here on (the awaiter saw running == 0).
-    if (free) task.allocator.destroy(state);
+    if (free) allocator.destroy(state);
     if (awaiter) |waker| waker.wake();
+}
+
+fn memberDone(task: *Task) void {
+    leave(@ptrCast(@alignCast(task.user.?)), task.allocator);
 }
 
 pub fn groupConcurrent(
@@ -274,21 +295,21 @@ pub fn groupConcurrent(
     const task = spawn(self, context, context_alignment, 0, .@"1", .{ .no_result = start }) catch
         return error.ConcurrencyUnavailable;
     const shared = self.shared;
-    // The group holds no handle: the task frees itself when it completes. Given up before the
-    // task is published (a plain store).
+    // The group holds no handle: the task frees itself when it completes. Given up, and the
+    // membership written, before the task is published (plain stores).
     task.header.detachUnpublished();
-    // Into the owned list first: a spawn refused at shutdown never joins the group.
-    fiber_task.insertOwned(shared, task) catch return error.ConcurrencyUnavailable;
     task.user = state;
     task.on_done = memberDone;
-    {
-        state.lock.lock();
-        defer state.lock.unlock();
-        state.members.pushBack(&task.link);
-        state.running += 1;
-        // Spawned into a canceled group: it starts canceled (its first cancellation point).
-        if (state.canceled) _ = task.fiber.requestCancel();
-    }
+    // Counted before it can finish (or be killed at shutdown, which also calls `on_done`).
+    _ = state.running.fetchAdd(1, .monotonic);
+    fiber_task.insertOwned(shared, task) catch {
+        // Refused at shutdown: freed unstarted (no `on_done`); it never was a member.
+        leave(state, self.allocator);
+        return error.ConcurrencyUnavailable;
+    };
+    // Spawned into a canceled group: it starts canceled (its first cancellation point). Read
+    // after the insert; see `cancelMembers` for why a concurrent cancel cannot miss it.
+    if (state.canceled.load(.acquire)) _ = task.fiber.requestCancel();
     fiber_task.schedule(shared, task);
 }
 
@@ -314,7 +335,8 @@ const GroupIdle = struct {
         const replaced: ?Waker = blk: {
             self.state.lock.lock();
             defer self.state.lock.unlock();
-            if (self.state.running == 0) {
+            // Acquire: the members' effects (see `leave`).
+            if (self.state.running.load(.acquire) == 0) {
                 const stale = self.state.awaiter;
                 self.state.awaiter = null;
                 if (stale) |waker| waker.drop();
@@ -338,7 +360,7 @@ const GroupIdle = struct {
             const waker = self.state.awaiter;
             self.state.awaiter = null;
             if (killed) {
-                free = self.state.running == 0;
+                free = self.state.running.load(.acquire) == 0;
                 self.state.abandoned = true;
             }
             break :blk waker;
@@ -348,21 +370,50 @@ const GroupIdle = struct {
     }
 };
 
-/// Marks the group canceled and asks every running member to cancel.
-fn cancelMembers(state: *GroupState) void {
-    state.lock.lock();
-    defer state.lock.unlock();
-    state.canceled = true;
-    var node = state.members.first();
-    // Each member is alive while linked: it unlinks itself under this lock before its task
-    // completes (so its owned-list reference keeps the header valid here).
-    while (node) |current| : (node = current.next) {
-        requestCancel(intrusive_list.entry(Task, "link", current));
+/// Marks the group canceled and asks every running member to cancel. The members are found
+/// in the runtime's owned list (fiber tasks whose `user` is this state), not in a list of the
+/// group's own: that list cost every spawn and every member's end a lock pair.
+///
+/// A member spawned concurrently is not missed: the spawner inserts the task into its owned
+/// shard (under the shard's lock), then reads `canceled`; this stores `canceled`, then walks
+/// every shard under its lock. If the walk locks the shard after the insert, it sees the task;
+/// if before, the insert's lock comes after the walk's unlock, so the spawner's read comes
+/// after the store and it cancels its own task. A member that already left but is still
+/// listed is asked too: a finished fiber never reads the request, and a complete task ignores
+/// the wake.
+///
+/// The wakes: a task is claimed (`Header.claimWake`: a queue reference taken) under the shard
+/// lock, linked through `cancel_next`, and submitted after the walk (no scheduler code under
+/// the lock). Only the walk that moved a fiber's request from none to requested claims it, so
+/// a task is on one such list at a time.
+fn cancelMembers(self: *AmpereIo, state: *GroupState) void {
+    state.canceled.store(true, .release);
+    var walk = CancelWalk{ .state = state };
+    self.shared.owned.forEach(&walk);
+    while (walk.claimed) |task| {
+        walk.claimed = task.cancel_next;
+        task.cancel_next = null;
+        task.header.submitClaimed();
     }
 }
 
+const CancelWalk = struct {
+    state: *GroupState,
+    claimed: ?*Task = null,
+
+    pub fn visit(walk: *CancelWalk, header: *Header) void {
+        if (header.vtable != &Task.erased_vtable) return; // Not a std.Io fiber.
+        const task = Task.fromHeader(header);
+        if (task.user != @as(?*anyopaque, walk.state)) return;
+        if (!task.fiber.requestCancel()) return; // Asked already.
+        if (!header.claimWake()) return; // Running (it will see the request) or done.
+        task.cancel_next = walk.claimed;
+        walk.claimed = task;
+    }
+};
+
 fn finishGroup(self: *AmpereIo, group: *std.Io.Group, state: *GroupState) void {
-    assert(state.running == 0 and state.members.isEmpty() and state.awaiter == null);
+    assert(state.running.load(.monotonic) == 0 and state.awaiter == null);
     group.token.store(null, .release);
     self.allocator.destroy(state);
 }
@@ -378,7 +429,7 @@ pub fn groupAwait(userdata: ?*anyopaque, group: *std.Io.Group, token: *anyopaque
     }
     fiber.?.awaitCancelable(&idle) catch |err| switch (err) {
         error.Canceled => {
-            cancelMembers(state);
+            cancelMembers(self, state);
             idle = .{ .state = state, .fiber = fiber, .allocator = self.allocator };
             fiber.?.awaitFuture(&idle);
             finishGroup(self, group, state);
@@ -391,7 +442,7 @@ pub fn groupAwait(userdata: ?*anyopaque, group: *std.Io.Group, token: *anyopaque
 pub fn groupCancel(userdata: ?*anyopaque, group: *std.Io.Group, token: *anyopaque) void {
     const self = AmpereIo.fromUserdata(userdata);
     const state = stateOf(token);
-    cancelMembers(state);
+    cancelMembers(self, state);
     self.waitUncancelable(GroupIdle{ .state = state, .fiber = Fiber.current(), .allocator = self.allocator });
     finishGroup(self, group, state);
 }
