@@ -128,7 +128,8 @@ pub const Task = struct {
         const home = if (taken) |t| t.home else TaskBlocks.home_none;
         const memory: [*]u8 = if (taken) |t| t.block else allocator.rawAlloc(len, alignment, @returnAddress()) orelse return error.OutOfMemory;
         errdefer freeMemory(allocator, scheduler, memory, len, alignment, home);
-        const share = stackShare(fibers, scheduler);
+        // A task block's home is the calling worker: its share, without a second lookup.
+        const share = if (taken) |t| fibers.stacks.local(t.home) else stackShare(fibers, scheduler);
         try fibers.stacks.reserveOn(share);
         const self: *Task = @ptrCast(@alignCast(memory));
         // Field by field: a struct literal was built on the stack and copied in 64-byte moves
@@ -178,9 +179,12 @@ pub const Task = struct {
         return fibers.stacks.local(worker.index);
     }
 
-    /// `stackShare` for this task's stack: null if it was reserved on the pool alone.
-    fn stackShareFor(self: *Task) ?*Stack.Pool.Local {
-        return if (self.stack_local) stackShare(self.fibers, self.header.scheduler) else null;
+    /// The share this task's stack goes through on `worker` (the calling thread's worker of
+    /// this task's runtime, or null): null if it was reserved on the pool alone.
+    fn shareOn(self: *Task, worker: ?*Worker) ?*Stack.Pool.Local {
+        if (!self.stack_local) return null;
+        const w = worker orelse return null;
+        return self.fibers.stacks.local(w.index);
     }
 
     pub fn fromHeader(header: *Header) *Task {
@@ -211,11 +215,16 @@ pub const Task = struct {
     /// never ran), then tell the creating layer — which `retireStack` did already for a
     /// retired stack.
     fn releaseStack(self: *Task) void {
+        self.releaseStackOn(Worker.currentFor(self.header.scheduler));
+    }
+
+    /// `releaseStack` on `worker` (the calling thread's worker of this runtime, or null).
+    fn releaseStackOn(self: *Task, worker: ?*Worker) void {
         assert(!self.stack_released);
         self.fiber.retire();
         self.stack_released = true;
         const stacks = &self.fibers.stacks;
-        const share = self.stackShareFor();
+        const share = self.shareOn(worker);
         if (self.retired) return stacks.releaseRetiredOn(self.fiber.stack.?, share);
         if (self.fiber.stack) |stack| stacks.releaseOn(stack, share) else stacks.unreserveOn(share);
         if (self.on_done) |on_done| on_done(self);
@@ -242,16 +251,18 @@ pub const Task = struct {
     pub fn poll(header: *Header) bool {
         const self = fromHeader(header);
         overflow.ensureAltStack(&self.fibers.alt_stacks);
-        if (self.fiber.stack == null) self.fiber.attachStack(self.fibers.stacks.takeReservedOn(self.stackShareFor()));
+        // Looked up once: every task this poll resumes (hand-offs included) is this worker's.
+        const worker = Worker.currentFor(header.scheduler);
+        if (self.fiber.stack == null) self.fiber.attachStack(self.fibers.stacks.takeReservedOn(self.shareOn(worker)));
         const back = fromFiber(self.fiber.resumeOnce(&self.cx));
         if (back.fiber.status != .finished) return false;
         // Before `releaseStack` (a group member wakes its awaiter there) and the completion
         // (join waiters): only what the fiber's own code woke is re-queued. A retired fiber's
         // worker did it before completing it (`Worker.takeHandoff`).
         if (!back.retired) {
-            if (Worker.currentFor(back.header.scheduler)) |worker| worker.settleLifoOnFinish();
+            if (worker) |w| w.settleLifoOnFinish();
         }
-        back.releaseStack();
+        back.releaseStackOn(worker);
         return true;
     }
 
@@ -268,7 +279,7 @@ pub const Task = struct {
         const retire: ?*const fn (*Header) void = if (from.status == .finished) retireStack else null;
         const next_header = worker.takeHandoff(&self.header, poll, retire) orelse return null;
         const next = fromHeader(next_header);
-        if (next.fiber.stack == null) next.fiber.attachStack(next.fibers.stacks.takeReservedOn(if (next.stack_local) next.fibers.stacks.local(worker.index) else null));
+        if (next.fiber.stack == null) next.fiber.attachStack(next.fibers.stacks.takeReservedOn(next.shareOn(worker)));
         next.fiber.prepareSuccessor(&next.cx);
         return &next.fiber;
     }
