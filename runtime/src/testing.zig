@@ -102,6 +102,18 @@ pub const HookWindow = struct {
         while (!self.wasHeld()) std.Thread.yield() catch {};
     }
 
+    /// `waitHeld` for at most `timeout_ns`: whether a thread was held. For a hook that the
+    /// thread reaches after the event the test saw (so it may still be on its way), where a
+    /// thread that never comes must fail the test, not hang it.
+    pub fn waitHeldFor(self: *HookWindow, timeout_ns: u64) bool {
+        const start_ns = os.clockNs(.MONOTONIC);
+        while (!self.wasHeld()) {
+            if (os.clockNs(.MONOTONIC) -| start_ns > timeout_ns) return false;
+            std.Thread.yield() catch {};
+        }
+        return true;
+    }
+
     /// Lets the held thread go (harmless when none is held: a failed test's errdefer).
     pub fn release(self: *HookWindow) void {
         self.released.store(true, .release);

@@ -115,10 +115,6 @@ pub fn pop(self: *TaskBlocks) ?Block {
     assert(self.count > 0);
     self.free_list = block.next;
     self.count -= 1;
-    // The next pop reads the new head's link: a block freed a burst ago is cold (1,000 tasks
-    // of a group are 512 KiB), and that load stalled the spawn (a fifth of its samples).
-    // Prefetching it now overlaps the miss with this spawn's work.
-    if (block.next) |next| @prefetch(next, .{ .rw = .write, .locality = 3, .cache = .data });
     return @ptrCast(@alignCast(block));
 }
 

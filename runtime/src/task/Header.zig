@@ -376,7 +376,7 @@ pub fn registerJoinWaker(self: *Header, waker: *const Waker) JoinPoll {
 /// `dropJoinHandle` for a task that no other thread can see yet (created, not yet linked into
 /// the owned list or queued — both publish it with release): a plain store of
 /// `detached_state` instead of two read-modify-writes (a compare-and-swap and a reference
-/// decrement, a tenth of a 1-worker group spawn's own samples).
+/// decrement: a third of `Group.concurrent`'s own clock samples at 1 worker).
 pub fn detachUnpublished(self: *Header) void {
     assert(self.state.load(.monotonic) == initial_state);
     assert(self.join_waker_slot == null);
