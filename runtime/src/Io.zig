@@ -130,6 +130,7 @@ pub const vtable: std.Io.VTable = blk: {
 test {
     _ = Futex;
     _ = @import("std_io/std_io_tests.zig");
+    _ = tasks;
     _ = @import("std_io/net_tests.zig");
     _ = @import("std_io/files_tests.zig");
     _ = @import("std_io/differential_tests.zig");

@@ -53,6 +53,16 @@ pub const Point = enum {
     io_readiness,
     /// io/Registration.Op: the system call returned WouldBlock, before the readiness is cleared.
     io_before_clear,
+    // -- std.Io groups (thread-local: reached by the spawning or leaving thread) --
+    /// std_io/tasks.groupConcurrent: the member is counted in `running`, before its owned-list
+    /// insert (a cancel here walks the list without it).
+    group_before_insert,
+    /// std_io/tasks.groupConcurrent: the member is in the owned list, before the spawner reads
+    /// `canceled` (a cancel here finds it in its walk).
+    group_before_canceled_read,
+    /// std_io/tasks.leave: the last member holds the group's lock, before its decrement (a
+    /// spawn here makes the decrement not the last).
+    group_leave_locked,
     // -- runtime threads (any thread; the subject is given) --
     /// Worker.park: the last look at the queues found nothing, before registering as asleep.
     /// Subject: the `Worker`.

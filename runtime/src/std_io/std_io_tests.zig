@@ -611,6 +611,51 @@ test "a wake from another thread between a fiber's registration and its switch i
     try testing.expect(WakeInWindow.fired.load(.acquire));
 }
 
+// -- a group's cancel racing a spawn into it (hooks `group_before_insert`,
+// `group_before_canceled_read`; the argument is at `cancelMembers` in tasks.zig) --
+
+const CancelDuringSpawn = struct {
+    io: Io,
+    group: *Io.Group,
+
+    /// The cancel's store and walk, inside the spawn's window, on the spawning thread.
+    fn hit(self: *CancelDuringSpawn) void {
+        tasks.cancelMembersOf(self.io.userdata, self.group);
+    }
+};
+
+/// A member is running when a cancel lands in the window `point` of a second member's spawn
+/// (from the main thread). Awaited, not canceled: only the cancel made in the window can end
+/// the two members; a member it misses sleeps an hour and the watchdog fails the test.
+fn expectCancelInSpawnWindow(point: hook.Point) !void {
+    const rt = try newRuntime(1);
+    defer rt.deinit();
+    const io = rt.io();
+    var watchdog = Watchdog{};
+    try watchdog.start();
+    defer watchdog.stop();
+    var members = Members{};
+    var group: Io.Group = .init;
+    try group.concurrent(io, Members.forever, .{ &members, io });
+    var cancel = CancelDuringSpawn{ .io = io, .group = &group };
+    hook.arm(point, &cancel, CancelDuringSpawn.hit);
+    defer hook.disarm();
+    try group.concurrent(io, Members.forever, .{ &members, io });
+    try testing.expect(hook.fired());
+    try group.await(io);
+    try testing.expectEqual(@as(u32, 2), members.canceled.load(.monotonic));
+    try testing.expectEqual(@as(u32, 0), members.done.load(.monotonic));
+    try expectNoStacksInUse(rt);
+}
+
+test "a cancel whose walk comes before a spawn's owned insert: the spawner's read of canceled catches it" {
+    try expectCancelInSpawnWindow(.group_before_insert);
+}
+
+test "a cancel between a spawn's owned insert and its read: the walk finds the unpublished member and does not queue it" {
+    try expectCancelInSpawnWindow(.group_before_canceled_read);
+}
+
 test "without a stack, concurrent reports ConcurrencyUnavailable, async runs inline, spawnFiber fails" {
     // 200 TiB per stack: more than the x86_64 / aarch64 user address space, so mmap fails.
     const rt = try Runtime.init(testing.allocator, .{ .workers = 1, .fiber_stack_bytes = 200 << 40 });

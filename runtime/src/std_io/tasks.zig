@@ -57,6 +57,7 @@ const fiber_task = @import("../fiber/task.zig");
 const Task = fiber_task.Task;
 const Worker = @import("../scheduler/Worker.zig");
 const AmpereIo = @import("State.zig");
+const hook = @import("../hook.zig");
 
 // -- spawning --------------------------------------------------------------------------------
 
@@ -266,6 +267,7 @@ fn leave(state: *GroupState, allocator: std.mem.Allocator) void {
     const awaiter: ?Waker = blk: {
         state.lock.lock();
         defer state.lock.unlock();
+        hook.reached(.group_leave_locked);
         const before = state.running.fetchSub(1, .acq_rel);
         assert(before >= 1);
         if (before > 1) break :blk null;
@@ -302,11 +304,13 @@ pub fn groupConcurrent(
     task.on_done = memberDone;
     // Counted before it can finish (or be killed at shutdown, which also calls `on_done`).
     _ = state.running.fetchAdd(1, .monotonic);
+    hook.reached(.group_before_insert);
     fiber_task.insertOwned(shared, task) catch {
         // Refused at shutdown: freed unstarted (no `on_done`); it never was a member.
         leave(state, self.allocator);
         return error.ConcurrencyUnavailable;
     };
+    hook.reached(.group_before_canceled_read);
     // Spawned into a canceled group: it starts canceled (its first cancellation point). Read
     // after the insert; see `cancelMembers` for why a concurrent cancel cannot miss it.
     if (state.canceled.load(.acquire)) _ = task.fiber.requestCancel();
@@ -412,6 +416,14 @@ const CancelWalk = struct {
     }
 };
 
+/// For tests: a cancel's store and walk alone, without waiting for the members. A hook inside
+/// a spawn's window calls it there, where `group.cancel` would wait for a member that is not
+/// queued yet (on the thread that is to queue it).
+pub fn cancelMembersOf(userdata: ?*anyopaque, group: *std.Io.Group) void {
+    comptime assert(@import("builtin").is_test);
+    cancelMembers(AmpereIo.fromUserdata(userdata), stateOf(group.token.load(.acquire).?));
+}
+
 fn finishGroup(self: *AmpereIo, group: *std.Io.Group, state: *GroupState) void {
     assert(state.running.load(.monotonic) == 0 and state.awaiter == null);
     group.token.store(null, .release);
@@ -445,4 +457,30 @@ pub fn groupCancel(userdata: ?*anyopaque, group: *std.Io.Group, token: *anyopaqu
     cancelMembers(self, state);
     self.waitUncancelable(GroupIdle{ .state = state, .fiber = Fiber.current(), .allocator = self.allocator });
     finishGroup(self, group, state);
+}
+
+test "leave: a member that finds a spawn came in while it took the lock only decrements" {
+    var state = GroupState{};
+    state.running.store(1, .monotonic);
+    var awaiter = Waker.Counting{};
+    state.awaiter = awaiter.waker();
+    const Spawn = struct {
+        /// What a spawn does to the count; the spawn's owned insert needs no group lock.
+        fn hit(group: *GroupState) void {
+            _ = group.running.fetchAdd(1, .monotonic);
+        }
+    };
+    hook.arm(.group_leave_locked, &state, Spawn.hit);
+    defer hook.disarm();
+    leave(&state, std.testing.allocator);
+    try std.testing.expect(hook.fired());
+    // Not the last: the awaiter's waker stays for the member that now is.
+    try std.testing.expectEqual(@as(usize, 1), state.running.load(.monotonic));
+    try std.testing.expect(state.awaiter != null);
+    try std.testing.expectEqual(@as(u32, 0), awaiter.wakeCount());
+    leave(&state, std.testing.allocator);
+    try std.testing.expectEqual(@as(usize, 0), state.running.load(.monotonic));
+    try std.testing.expect(state.awaiter == null);
+    try std.testing.expectEqual(@as(u32, 1), awaiter.wakeCount());
+    try std.testing.expectEqual(@as(i32, 0), awaiter.outstanding());
 }
