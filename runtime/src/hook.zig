@@ -57,9 +57,9 @@ pub const Point = enum {
     /// std_io/tasks.groupConcurrent: the member is counted in `running`, before its owned-list
     /// insert (a cancel here walks the list without it).
     group_before_insert,
-    /// std_io/tasks.groupConcurrent: the member is in the owned list, before the spawner reads
-    /// `canceled` (a cancel here finds it in its walk).
-    group_before_canceled_read,
+    /// std_io/tasks.groupConcurrent: the member is linked (from a thread that is not a worker),
+    /// before it is published (a cancel here finds it in its walk, unpublished).
+    group_before_publish,
     /// std_io/tasks.leave: the last member holds the group's lock, before its decrement (a
     /// spawn here makes the decrement not the last).
     group_leave_locked,
@@ -81,6 +81,9 @@ pub const Point = enum {
     /// fiber/Fiber.park: the awaited future returned pending (its waker is registered), before
     /// the fiber switches back to its worker. Subject: the `Fiber`.
     fiber_before_suspend,
+    /// fiber/task.linkSuspended: a suspending fiber not yet in the owned list, before its link
+    /// (a group cancel here walks the list without it). Subject: the `Fiber`.
+    fiber_before_link,
     /// Worker.takeHandoff: a finished fiber was completed on its own stack (the completion is
     /// published; its stack is retired, not yet given back), before it looks for a successor
     /// and switches away. Subject: the `Worker`.

@@ -111,6 +111,13 @@ body: *const fn (fiber: *Fiber) void,
 cancel_status: std.atomic.Value(CancelStatus) = .init(.none),
 /// Only the fiber reads and writes it.
 protection: Protection = .unblocked,
+/// A cancel flag from outside (a std.Io group's: `std_io/tasks.zig`), set before the fiber is
+/// published. At a cancellation point a set flag becomes this fiber's own request, once (the
+/// field is cleared): a group member that is not in the owned list (fiber/task.zig, "Owned
+/// lazily") learns of its group's cancel this way. Only the fiber reads and writes the field;
+/// the flag outlives every cancellation point of the fiber (a group's state outlives its
+/// running members).
+cancel_flag: ?*const std.atomic.Value(bool) = null,
 tsan_fiber: arch.TsanFiber = arch.tsan_none,
 tsan_caller: arch.TsanFiber = arch.tsan_none,
 /// The scheduler's direct hand-off (see "Direct hand-off"); null: always switch back to the
@@ -155,10 +162,11 @@ pub fn initInPlace(self: *Fiber, body: *const fn (fiber: *Fiber) void) void {
     self.body = body;
     self.cancel_status = .init(.none);
     self.protection = .unblocked;
+    self.cancel_flag = null;
     self.tsan_fiber = arch.tsan_none;
     self.tsan_caller = arch.tsan_none;
     self.handoff = null;
-    comptime assert(@typeInfo(Fiber).@"struct".fields.len == 12); // Every field set above.
+    comptime assert(@typeInfo(Fiber).@"struct".fields.len == 13); // Every field set above.
 }
 
 /// Gives a fresh fiber the stack it will run on (before its first `resumeOnce`).
@@ -363,6 +371,13 @@ pub fn requestCancel(self: *Fiber) bool {
 /// The fiber, at a cancellation point: true (and acknowledged) if a request is pending and
 /// cancellation is not blocked.
 pub fn takeCancel(self: *Fiber) bool {
+    if (self.cancel_flag) |flag| {
+        // Acquire: pairs with the canceller's release store of the flag.
+        if (flag.load(.acquire)) {
+            self.cancel_flag = null;
+            _ = self.requestCancel(); // Absorbed if a walk asked already.
+        }
+    }
     if (self.protection == .blocked) return false;
     if (self.cancel_status.load(.monotonic) != .requested) return false;
     // Only this fiber moves requested -> acknowledged; requesters only move none -> requested,

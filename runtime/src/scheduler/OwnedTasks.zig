@@ -47,28 +47,37 @@ pub fn insert(self: *OwnedTasks, task: *Header) error{Shutdown}!void {
     shard.mutex.lock();
     defer shard.mutex.unlock();
     if (shard.closed) return error.Shutdown;
-    assert(!task.in_owned);
-    task.in_owned = true;
+    assert(!task.in_owned.load(.monotonic));
+    task.in_owned.store(true, .monotonic);
     task.owned_prev = null;
     task.owned_next = shard.head;
     if (shard.head) |head| head.owned_prev = task;
     shard.head = task;
     shard.count += 1;
-    assert(shard.head == task and task.in_owned);
+    assert(shard.head == task and task.in_owned.load(.monotonic));
 }
 
-/// Unlinks `task` if it is still listed (at shutdown `popAny` may have taken it already).
+/// Unlinks `task` if it is still listed (at shutdown `popAny` may have taken it already; a
+/// task linked lazily may never have been: `fiber/task.zig`, "Owned lazily").
+///
+/// The first look is without the lock: a task found unlisted is left alone. That look cannot
+/// miss a link. The caller completes the task holding `running` (or is the shutdown thread),
+/// and every link happened before: an insert before the task was published (the queue's
+/// release/acquire), a lazy link by an earlier poll of it (the state word's). It may see a
+/// stale `true` (at shutdown, `popAny` unlinking on another thread): the look under the lock
+/// decides.
 pub fn remove(self: *OwnedTasks, task: *Header) void {
+    if (!task.in_owned.load(.monotonic)) return;
     const shard = self.shardOf(task);
     shard.mutex.lock();
     defer shard.mutex.unlock();
-    if (task.in_owned) unlink(shard, task);
+    if (task.in_owned.load(.monotonic)) unlink(shard, task);
 }
 
 fn unlink(shard: *Shard, task: *Header) void {
     assert(shard.count > 0);
-    assert(task.in_owned);
-    task.in_owned = false;
+    assert(task.in_owned.load(.monotonic));
+    task.in_owned.store(false, .monotonic);
     if (task.owned_prev) |prev| prev.owned_next = task.owned_next else {
         assert(shard.head == task);
         shard.head = task.owned_next;

@@ -612,7 +612,8 @@ test "a wake from another thread between a fiber's registration and its switch i
 }
 
 // -- a group's cancel racing a spawn into it (hooks `group_before_insert`,
-// `group_before_canceled_read`; the argument is at `cancelMembers` in tasks.zig) --
+// `group_before_publish`, `fiber_before_link`; the argument is at `cancelMembers` in
+// tasks.zig) --
 
 const CancelDuringSpawn = struct {
     io: Io,
@@ -648,12 +649,53 @@ fn expectCancelInSpawnWindow(point: hook.Point) !void {
     try expectNoStacksInUse(rt);
 }
 
-test "a cancel whose walk comes before a spawn's owned insert: the spawner's read of canceled catches it" {
+test "a cancel whose walk comes before a spawn's owned insert: the member reads the group's flag at its first cancellation point" {
     try expectCancelInSpawnWindow(.group_before_insert);
 }
 
-test "a cancel between a spawn's owned insert and its read: the walk finds the unpublished member and does not queue it" {
-    try expectCancelInSpawnWindow(.group_before_canceled_read);
+test "a cancel between a spawn's owned insert and its publication: the walk finds the unpublished member and does not queue it" {
+    try expectCancelInSpawnWindow(.group_before_publish);
+}
+
+const CancelBeforeLink = struct {
+    var io: Io = undefined;
+    var group: Io.Group = .init;
+    var fired = std.atomic.Value(bool).init(false);
+
+    /// At the first lazy link (the member's first suspension, on a worker): the cancel's store
+    /// and walk, which cannot find the member yet.
+    fn hit(fiber: *Fiber) void {
+        _ = fiber;
+        if (fired.swap(true, .acq_rel)) return;
+        tasks.cancelMembersOf(io.userdata, &group);
+    }
+
+    /// On a worker: spawns a member into the group (linked lazily), awaits the group.
+    fn spawner(members: *Members) Io.Cancelable!void {
+        group.concurrent(io, Members.forever, .{ members, io }) catch unreachable;
+        try group.await(io);
+    }
+};
+
+test "a cancel whose walk passes before a suspending member's lazy link: the member reads the flag after the link" {
+    const rt = try newRuntime(1);
+    defer rt.deinit();
+    var watchdog = Watchdog{};
+    try watchdog.start();
+    defer watchdog.stop();
+    CancelBeforeLink.io = rt.io();
+    CancelBeforeLink.group = .init;
+    CancelBeforeLink.fired.store(false, .release);
+    var members = Members{};
+    hook.armAnyThread(.fiber_before_link, Fiber, CancelBeforeLink.hit);
+    defer hook.disarmAnyThread(.fiber_before_link);
+    // The spawner, spawned from this thread, is linked at once: the first lazy link is the
+    // member's, in its hour-long sleep; only the cancel made in the window can end it.
+    var f = try CancelBeforeLink.io.concurrent(CancelBeforeLink.spawner, .{&members});
+    try f.await(CancelBeforeLink.io);
+    try testing.expect(CancelBeforeLink.fired.load(.acquire));
+    try testing.expectEqual(@as(u32, 1), members.canceled.load(.monotonic));
+    try expectNoStacksInUse(rt);
 }
 
 test "without a stack, concurrent reports ConcurrencyUnavailable, async runs inline, spawnFiber fails" {

@@ -302,6 +302,8 @@ pub fn groupConcurrent(
     task.header.detachUnpublished();
     task.user = state;
     task.on_done = memberDone;
+    // A member not in the owned list learns of a cancel from the flag ("Owned lazily").
+    task.fiber.cancel_flag = &state.canceled;
     // Counted before it can finish (or be killed at shutdown, which also calls `on_done`).
     _ = state.running.fetchAdd(1, .monotonic);
     hook.reached(.group_before_insert);
@@ -310,10 +312,9 @@ pub fn groupConcurrent(
         leave(state, self.allocator);
         return error.ConcurrencyUnavailable;
     };
-    hook.reached(.group_before_canceled_read);
-    // Spawned into a canceled group: it starts canceled (its first cancellation point). Read
-    // after the insert; see `cancelMembers` for why a concurrent cancel cannot miss it.
-    if (state.canceled.load(.acquire)) _ = task.fiber.requestCancel();
+    hook.reached(.group_before_publish);
+    // Spawned into a canceled group, it is canceled at its first cancellation point (it reads
+    // the flag there); see `cancelMembers` for a cancel concurrent with the spawn.
     fiber_task.schedule(shared, task);
 }
 
@@ -378,13 +379,14 @@ const GroupIdle = struct {
 /// in the runtime's owned list (fiber tasks whose `user` is this state), not in a list of the
 /// group's own: that list cost every spawn and every member's end a lock pair.
 ///
-/// A member spawned concurrently is not missed: the spawner inserts the task into its owned
-/// shard (under the shard's lock), then reads `canceled`; this stores `canceled`, then walks
-/// every shard under its lock. If the walk locks the shard after the insert, it sees the task;
-/// if before, the insert's lock comes after the walk's unlock, so the spawner's read comes
-/// after the store and it cancels its own task. A member that already left but is still
-/// listed is asked too: a finished fiber never reads the request, and a complete task ignores
-/// the wake.
+/// No member is missed. A member that is not suspended is queued or running; every member
+/// carries the flag (`Fiber.cancel_flag`) and reads it at each cancellation point, so it is
+/// canceled at the first one after this store. A suspended member is in the owned list: a
+/// fiber spawned on a worker is linked when it first suspends, and reads the flag once more
+/// after that link (`linkSuspended` in fiber/task.zig has the argument for a walk that passed
+/// before it); one spawned from another thread was linked before it was published. A member
+/// that already left but is still listed is asked too: a finished fiber never reads the
+/// request, and a complete task ignores the wake.
 ///
 /// The wakes: a task is claimed (`Header.claimWake`: a queue reference taken) under the shard
 /// lock, linked through `cancel_next`, and submitted after the walk (no scheduler code under

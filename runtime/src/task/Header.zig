@@ -94,7 +94,9 @@ queue_next: ?*Header = null,
 /// Links in the owned-task list; guarded by that list's shard lock.
 owned_prev: ?*Header = null,
 owned_next: ?*Header = null,
-in_owned: bool = false,
+/// Whether the task is linked in the owned list: written under the shard lock; atomic so that
+/// `OwnedTasks.remove` may look without the lock first (see there).
+in_owned: std.atomic.Value(bool) = .init(false),
 /// The worker whose task-block cache the task's memory came from (`scheduler/TaskBlocks.zig`;
 /// `home_none` when it was not a worker, or the task is not in a block). Set at creation.
 block_home: u16 = std.math.maxInt(u16),
