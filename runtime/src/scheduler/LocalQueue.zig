@@ -147,9 +147,26 @@ pub fn pop(self: *LocalQueue) ?*Header {
             break :blk pack(steal, next_real);
         };
         // acq_rel: the claim must be ordered with stealers' claims on the same word.
-        head = self.head.cmpxchgWeak(head, next, .acq_rel, .acquire) orelse break real & mask;
+        head = self.head.cmpxchgWeak(head, next, .acq_rel, .acquire) orelse {
+            if (real +% 1 != tail) prefetchTask(self.slots[(real +% 1) & mask].load(.monotonic));
+            break real & mask;
+        };
     };
     return self.slots[index].load(.monotonic).?;
+}
+
+/// Lines of the next queued task fetched ahead by `pop`.
+pub const prefetch_lines = 2;
+
+/// The owner's next task, queued long ago (a burst of 1,000 spawns), is cold: its first lines
+/// (the header, and a fiber task's first fiber fields) are requested while the current one
+/// runs. The slot may be stolen meanwhile: a prefetch of a task that is gone is harmless.
+/// Measured (A/B, 2-vCPU VM): ampere.io io_spawn_group at 1 worker 1.037 [1.028, 1.047] over
+/// 100 rounds with 2 lines (1.015 with 6); the micro suite's spawn, yield, ping-pong and
+/// channel rows at 1-2 workers within noise over 120 rounds.
+fn prefetchTask(task: ?*Header) void {
+    const bytes: [*]const u8 = @ptrCast(task orelse return);
+    inline for (0..prefetch_lines) |line| @prefetch(bytes + line * std.atomic.cache_line, .{ .rw = .write, .locality = 3 });
 }
 
 /// What a successful steal took: `first` to run now, and `count` tasks in all (the others
