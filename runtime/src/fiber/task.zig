@@ -176,7 +176,7 @@ pub const Task = struct {
         self.cx = future.Context.init(&self.waker);
         self.fiber.handoff = &handoff;
         comptime assert(@typeInfo(Task).@"struct".fields.len == 18); // Every field set above.
-        @memcpy((memory + context_offset)[0..context.len], context);
+        copyBytes(memory + context_offset, context);
         return self;
     }
 
@@ -389,6 +389,33 @@ pub fn TypedVTable(comptime T: type) type {
             }
         }
     };
+}
+
+/// Copies `source` to `destination` (the two do not overlap). A std.Io context or result is
+/// usually a word or two: from 8 to 16 bytes two (overlapping) unaligned word copies, anything
+/// else `@memcpy`, which is a call to `memcpy` for a length known only at run time (2.7% of a
+/// 1-worker io_spawn in the clock profile).
+pub fn copyBytes(destination: [*]u8, source: []const u8) void {
+    const len = source.len;
+    if (len < 8 or len > 16) return @memcpy(destination[0..len], source);
+    const Word = *align(1) u64;
+    const ConstWord = *align(1) const u64;
+    const first = @as(ConstWord, @ptrCast(source.ptr)).*;
+    const last = @as(ConstWord, @ptrCast(source.ptr + len - 8)).*;
+    @as(Word, @ptrCast(destination)).* = first;
+    @as(Word, @ptrCast(destination + len - 8)).* = last;
+}
+
+test "copyBytes copies every length exactly, up to the bytes around it" {
+    var source: [40]u8 = undefined;
+    for (&source, 0..) |*byte, i| byte.* = @intCast(i + 1);
+    for (0..33) |len| {
+        var destination = [_]u8{0xAA} ** 48;
+        copyBytes(destination[4..].ptr, source[0..len]);
+        try std.testing.expectEqualSlices(u8, source[0..len], destination[4..][0..len]);
+        for (destination[0..4]) |byte| try std.testing.expectEqual(@as(u8, 0xAA), byte);
+        for (destination[4 + len ..]) |byte| try std.testing.expectEqual(@as(u8, 0xAA), byte);
+    }
 }
 
 /// Links a freshly created task into the runtime's owned list and queues it (as

@@ -162,7 +162,7 @@ fn waitCompletion(self: *AmpereIo, task: *Task) void {
 fn takeResult(task: *Task, result: []u8) void {
     assert(task.header.load() & Header.complete != 0);
     assert(!task.killed); // A std.Io future is awaited, never aborted; shutdown never returns here.
-    @memcpy(result, task.resultPtr()[0..result.len]);
+    fiber_task.copyBytes(result.ptr, task.resultPtr()[0..result.len]);
     task.header.dropJoinHandle();
 }
 
