@@ -6,6 +6,12 @@
 //!
 //! `close` marks every shard closed under its lock; an insert into a closed shard fails, so
 //! no task can be added after shutdown began and escape cancellation.
+//!
+//! What must be listed is every task that is idle (neither queued nor running nor complete):
+//! shutdown finds queued tasks in the queues. So a fiber task spawned on a worker is inserted
+//! only when it first suspends, by the worker polling it (fiber/task.zig, "Owned lazily"); the
+//! list is closed only after the workers exited, so such an insert never fails. A task that
+//! ends without suspending never takes a shard lock.
 
 const std = @import("std");
 const Lock = @import("../Lock.zig");

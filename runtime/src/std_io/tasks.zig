@@ -34,9 +34,11 @@
 //!   killed it). Only the decrement to 0 takes the state's lock, where the awaiter checks for
 //!   0 and leaves its waker; the last member takes the waker there and wakes it after
 //!   unlocking, never touching the state again (the awaiter may free it at once). See `leave`.
-//! - The group keeps no list of its members: a cancel finds them in the runtime's owned list
-//!   (fiber tasks whose `user` is the state), and `canceled` makes members spawned later start
-//!   canceled. See `cancelMembers` for why none is missed. A spawn and a member's end cost
+//! - The group keeps no list of its members: a cancel finds the suspended ones in the runtime's
+//!   owned list (fiber tasks whose `user` is the state), and every member carries `canceled`
+//!   (`Fiber.cancel_flag`) and reads it at each cancellation point — so a member queued or
+//!   running, not yet linked (fiber/task.zig, "Owned lazily"), or spawned after the cancel, is
+//!   canceled at its next one. See `cancelMembers` for why none is missed. A spawn and a member's end cost
 //!   one atomic read-modify-write each on the state instead of a lock pair each (and the
 //!   list's links).
 //!
