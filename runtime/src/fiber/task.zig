@@ -218,8 +218,7 @@ pub const Task = struct {
         assert(self.fiber.status == .suspended);
         if (self.header.in_owned.load(.monotonic)) return;
         hook.reachedBy(.fiber_before_link, &self.fiber);
-        // Closed only once every worker exited (Runtime.deinit): never while one polls.
-        worker.shared.owned.insert(&self.header) catch unreachable;
+        worker.linkOwned(&self.header);
         const flag = self.fiber.cancel_flag orelse return;
         if (!flag.load(.acquire)) return;
         if (self.fiber.requestCancel()) assert(!self.header.claimWake());

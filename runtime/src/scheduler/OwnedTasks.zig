@@ -8,10 +8,12 @@
 //! no task can be added after shutdown began and escape cancellation.
 //!
 //! What must be listed is every task that is idle (neither queued nor running nor complete):
-//! shutdown finds queued tasks in the queues. So a fiber task spawned on a worker is inserted
-//! only when it first suspends, by the worker polling it (fiber/task.zig, "Owned lazily"); the
-//! list is closed only after the workers exited, so such an insert never fails. A task that
-//! ends without suspending never takes a shard lock.
+//! shutdown finds queued tasks in the queues. So a task spawned on a worker of its runtime is
+//! inserted only when it first goes idle, by the worker that polled it (`Worker.afterPending`;
+//! a fiber links itself as it suspends: fiber/task.zig, "Owned lazily"); the list is closed
+//! only after the workers exited, so such an insert never fails. A task that ends in its first
+//! poll never takes a shard lock. Spawns from other threads insert at once (they may race the
+//! close, and are refused after it).
 
 const std = @import("std");
 const Lock = @import("../Lock.zig");
@@ -43,18 +45,33 @@ pub fn deinit(self: *OwnedTasks, allocator: Allocator) void {
     allocator.free(self.shards);
 }
 
-fn shardOf(self: *OwnedTasks, task: *const Header) *Shard {
+/// The shard a thread that is not a worker inserts into: by the task's id.
+fn shardIndexOf(self: *const OwnedTasks, task: *const Header) u16 {
     assert(self.mask + 1 == self.shards.len);
-    return &self.shards[task.id & self.mask];
+    return @intCast(task.id & self.mask);
+}
+
+/// The shard of worker `index`'s own spawns (`Worker.nextTaskId`: ids `2 * index + 1` modulo
+/// the shard count), where the worker links the tasks that go idle on it.
+pub fn workerShard(self: *const OwnedTasks, index: u32) u16 {
+    return @intCast((2 * @as(u64, index) + 1) & self.mask);
 }
 
 pub fn insert(self: *OwnedTasks, task: *Header) error{Shutdown}!void {
-    const shard = self.shardOf(task);
+    return self.insertAt(task, self.shardIndexOf(task));
+}
+
+/// `insert` into shard `index` (a worker's own, for a task linked lazily where it went idle:
+/// the shard's lock and head are in that worker's cache, wherever the task was spawned).
+pub fn insertAt(self: *OwnedTasks, task: *Header, index: u16) error{Shutdown}!void {
+    assert(index <= self.mask);
+    const shard = &self.shards[index];
     shard.mutex.lock();
     defer shard.mutex.unlock();
     if (shard.closed) return error.Shutdown;
     assert(!task.in_owned.load(.monotonic));
     task.in_owned.store(true, .monotonic);
+    task.owned_shard = index;
     task.owned_prev = null;
     task.owned_next = shard.head;
     if (shard.head) |head| head.owned_prev = task;
@@ -74,7 +91,8 @@ pub fn insert(self: *OwnedTasks, task: *Header) error{Shutdown}!void {
 /// decides.
 pub fn remove(self: *OwnedTasks, task: *Header) void {
     if (!task.in_owned.load(.monotonic)) return;
-    const shard = self.shardOf(task);
+    // Written by the insert, before the look above could see `in_owned` (same argument).
+    const shard = &self.shards[task.owned_shard];
     shard.mutex.lock();
     defer shard.mutex.unlock();
     if (task.in_owned.load(.monotonic)) unlink(shard, task);

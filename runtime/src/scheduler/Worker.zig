@@ -546,9 +546,21 @@ fn beginPoll(self: *Worker, task: *Header) bool {
     }
 }
 
+/// Links `task` (polled here, going idle) into this worker's own owned-list shard. The list
+/// closes only after the workers exited (Runtime.deinit): this insert is never refused.
+pub fn linkOwned(self: *Worker, task: *Header) void {
+    assert(current_worker == self);
+    const owned = &self.shared.owned;
+    owned.insertAt(task, owned.workerShard(self.index)) catch unreachable;
+}
+
 /// A poll of `task` returned pending: it goes idle, or back to the queue if it was woken
 /// during the poll.
 fn afterPending(self: *Worker, task: *Header) void {
+    // Idle from here on (unless re-queued): listed for shutdown, if the spawn did not list it
+    // ("Owned lazily" in fiber/task.zig, which links fibers itself, before their flag check).
+    // The list closes only after the workers exited: this insert cannot be refused.
+    if (!task.in_owned.load(.monotonic)) self.linkOwned(task);
     switch (task.transitionToIdle()) {
         .idle => {},
         .reschedule => {

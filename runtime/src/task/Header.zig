@@ -97,6 +97,8 @@ owned_next: ?*Header = null,
 /// Whether the task is linked in the owned list: written under the shard lock; atomic so that
 /// `OwnedTasks.remove` may look without the lock first (see there).
 in_owned: std.atomic.Value(bool) = .init(false),
+/// The owned-list shard the task is linked in (set by the insert, read by the remove).
+owned_shard: u16 = 0,
 /// The worker whose task-block cache the task's memory came from (`scheduler/TaskBlocks.zig`;
 /// `home_none` when it was not a worker, or the task is not in a block). Set at creation.
 block_home: u16 = std.math.maxInt(u16),
