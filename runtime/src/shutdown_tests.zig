@@ -164,3 +164,51 @@ test "a blocking function spawning during shutdown gets error.Shutdown and leaks
     try testing.expectEqual(true, try block_on.blockOnThread(&handle));
     try testing.expect(flag.load(.acquire));
 }
+
+/// Spawns, from a task on a worker, `count` tasks that never finish (linked into the owned list
+/// only when they first go idle) and `count` that finish in their first poll (never linked).
+const SpawnFromWorker = struct {
+    pub const Output = void;
+    count: u32,
+    done: *std.atomic.Value(u32),
+
+    const Quick = struct {
+        pub const Output = void;
+        done: *std.atomic.Value(u32),
+        pub fn poll(self: *Quick, cx: *future.Context) future.Poll(void) {
+            _ = cx;
+            _ = self.done.fetchAdd(1, .monotonic);
+            return .{ .ready = {} };
+        }
+    };
+
+    pub fn poll(self: *SpawnFromWorker, cx: *future.Context) future.Poll(void) {
+        _ = cx;
+        const ampere = @import("ampere.zig");
+        for (0..self.count) |_| {
+            var forever = ampere.spawn(Forever{}) catch unreachable;
+            forever.detach();
+            var quick = ampere.spawn(Quick{ .done = self.done }) catch unreachable;
+            quick.detach();
+        }
+        return .{ .ready = {} };
+    }
+};
+
+test "tasks spawned on a worker are listed once idle, in that worker's shard, and shutdown cancels them; tasks ending at once are never listed" {
+    const rt = try Runtime.init(testing.allocator, .{ .workers = 1 });
+    var done = std.atomic.Value(u32).init(0);
+    const count = 50;
+    try rt.blockOn(try rt.spawn(SpawnFromWorker{ .count = count, .done = &done }));
+    const owned = &rt.scheduler.shared.owned;
+    // Every quick task ran; every forever task has been polled once (idle, listed).
+    var waited_ms: u32 = 0;
+    while (done.load(.monotonic) < count or owned.count() < count) : (waited_ms += 1) {
+        try testing.expect(waited_ms < 10_000);
+        os.sleepNs(std.time.ns_per_ms);
+    }
+    try testing.expectEqual(@as(usize, count), owned.count());
+    const shard = &owned.shards[owned.workerShard(0)];
+    try testing.expectEqual(@as(usize, count), shard.count);
+    try deinitWithWatchdog(rt); // Cancels and frees them (the testing allocator checks).
+}

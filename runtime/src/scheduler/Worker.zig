@@ -236,12 +236,12 @@ fn recorder(self: *Worker) Metrics.Recorder {
 
 /// A task id for a spawn on the calling thread. A worker of this runtime makes it from a
 /// counter of its own: `(count << 16) | (2 * index + 1)` — odd, unique per worker, and always
-/// selecting the worker's own owned-list shard (`OwnedTasks`: shard = id & mask, and the mask
-/// is at least 4 x workers - 1). So a spawn writes no cache line shared with other workers (the
-/// runtime-wide counter was a contended `fetchAdd` per spawn), and the task joins the list
-/// whose head is this worker's previous spawn, still in its cache (with shards taken in turn
-/// by a global counter, the head was a task spawned four spawns earlier). Any other thread
-/// takes `Shared.nextTaskId` doubled: even, so the two kinds never collide.
+/// matching the worker's own owned-list shard (`OwnedTasks.workerShard`: id & mask, and the
+/// mask is at least 4 x workers - 1). So a spawn writes no cache line shared with other workers
+/// (the runtime-wide counter was a contended `fetchAdd` per spawn). Such a task is linked into
+/// the owned list only if it goes idle, into the shard of the worker where it does (`linkOwned`).
+/// Any other thread takes `Shared.nextTaskId` doubled: even, so the two kinds never collide,
+/// and its spawn inserts by the id (the even shards).
 pub fn nextTaskId(shared: *Shared) u64 {
     if (currentOf(shared)) |worker| {
         comptime assert(@import("Idle.zig").workers_max < 1 << 15); // 2 * index + 1 fits 16 bits.
