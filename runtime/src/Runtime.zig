@@ -158,15 +158,10 @@ pub fn spawn(self: *Runtime, f: anytype) SpawnError!JoinHandle(future.OutputOf(@
     const F = @TypeOf(f);
     const shared = &self.scheduler.shared;
     const cell = try Cell(F).create(self.allocator, f, &shared.task_scheduler, Worker.nextTaskId(shared));
-    // On a worker of this runtime the task is linked into the owned list when it first goes
-    // idle (`Worker.afterPending`); from any other thread now, where a spawn may race the
-    // list's close at shutdown and must be refused then.
-    if (Worker.currentFor(&shared.task_scheduler) == null) {
-        shared.owned.insert(&cell.header) catch |err| {
-            cell.destroyUnsubmitted();
-            return err;
-        };
-    }
+    Worker.insertSpawned(shared, &cell.header) catch |err| {
+        cell.destroyUnsubmitted();
+        return err;
+    };
     Worker.submit(shared, &cell.header, false);
     return .{ .raw = &cell.header };
 }

@@ -293,8 +293,9 @@ pub const Task = struct {
         if (self.fiber.stack == null) self.fiber.attachStack(self.fibers.stacks.takeReservedOn(self.shareOn(worker)));
         const back = fromFiber(self.fiber.resumeOnce(&self.cx));
         if (back.fiber.status != .finished) {
-            // Linked in `successor` already, unless the fiber has no hand-off.
-            back.linkSuspended(worker.?);
+            // Linked by `successor`, which every fiber task's suspension calls (`handoff` is
+            // set at creation), before the switch.
+            assert(back.header.in_owned.load(.monotonic));
             return false;
         }
         // Before `releaseStack` (a group member wakes its awaiter there) and the completion
@@ -424,12 +425,11 @@ pub fn submitNew(shared: *Shared, task: *Task) error{Shutdown}!void {
     schedule(shared, task);
 }
 
-/// The first half of `submitNew`: links the task into the owned list, or frees it — from a
-/// thread that is not one of the runtime's workers. On a worker it links nothing: the task is
-/// linked when it first suspends ("Owned lazily").
+/// The first half of `submitNew`: the spawn's owned-list insert (`Worker.insertSpawned`: none
+/// on a worker, where the task is linked when it first suspends, "Owned lazily"), or, refused,
+/// the task freed.
 pub fn insertOwned(shared: *Shared, task: *Task) error{Shutdown}!void {
-    if (Worker.currentFor(task.header.scheduler) != null) return;
-    shared.owned.insert(&task.header) catch |err| {
+    Worker.insertSpawned(shared, &task.header) catch |err| {
         destroyUnstarted(task);
         return err;
     };

@@ -546,6 +546,15 @@ fn beginPoll(self: *Worker, task: *Header) bool {
     }
 }
 
+/// A spawn's insert into the owned list: none on a worker of this runtime — the task is linked
+/// when it first goes idle (`linkOwned`), since until then it is queued or running, where
+/// shutdown finds it anyway; from any other thread at once, where the spawn may race the
+/// list's close at shutdown and is refused (`error.Shutdown`) after it.
+pub fn insertSpawned(shared: *Shared, task: *Header) error{Shutdown}!void {
+    if (currentOf(shared) != null) return;
+    try shared.owned.insert(task);
+}
+
 /// Links `task` (polled here, going idle) into this worker's own owned-list shard. The list
 /// closes only after the workers exited (Runtime.deinit): this insert is never refused.
 pub fn linkOwned(self: *Worker, task: *Header) void {
