@@ -51,6 +51,15 @@ pub inline fn switchTo(from: *Context, to: *Context) void {
     _ = std.Io.fiber.contextSwitch(&message);
 }
 
+/// The stack pointer saved in a suspended fiber's context: the lowest byte of its live frames.
+pub fn stackPointer(context: *const Context) usize {
+    return switch (builtin.cpu.arch) {
+        .x86_64 => context.rsp,
+        .aarch64 => context.sp,
+        else => @compileError("ampere fibers: no context switch for " ++ @tagName(builtin.cpu.arch)),
+    };
+}
+
 /// The context of a fiber that has not run yet: on its first resume it calls `main` on the
 /// stack whose highest address is `stack_top`.
 pub fn initial(stack_top: usize, comptime main: *const Main) Context {

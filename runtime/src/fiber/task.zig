@@ -287,6 +287,7 @@ pub const Task = struct {
     /// from `Worker.polled` — the result is about it.
     pub fn poll(header: *Header) bool {
         const self = fromHeader(header);
+        self.fiber.prefetchStack();
         overflow.ensureAltStack(&self.fibers.alt_stacks);
         // Looked up once: every task this poll resumes (hand-offs included) is this worker's.
         const worker = Worker.currentFor(header.scheduler);
@@ -322,6 +323,7 @@ pub const Task = struct {
         const retire: ?*const fn (*Header) void = if (from.status == .finished) retireStack else null;
         const next_header = worker.takeHandoff(&self.header, poll, retire) orelse return null;
         const next = fromHeader(next_header);
+        next.fiber.prefetchStack();
         if (next.fiber.stack == null) next.fiber.attachStack(next.fibers.stacks.takeReservedOn(next.shareOn(worker)));
         next.fiber.prepareSuccessor(&next.cx);
         return &next.fiber;
