@@ -236,9 +236,9 @@ pub const prefetch_bytes_max = 1024;
 /// the false-sharing distance, 128 on x86-64, and would fetch every other line).
 const prefetch_line_bytes = 64;
 
-/// Lines `[first, end)` (`prefetch_line_bytes` aligned) that `prefetchStack` fetches for a stack pointer
-/// `sp` on a stack whose top is `top`: from `sp`'s line up, not beyond the top, at most
-/// `prefetch_bytes_max`.
+/// Lines `[first, end)` (`prefetch_line_bytes` aligned) that `prefetchStack` fetches for a
+/// stack pointer `sp` on a stack whose top is `top`: from `sp`'s line up, not beyond the top,
+/// at most `prefetch_bytes_max`.
 pub fn prefetchSpan(sp: usize, top: usize) struct { first: usize, end: usize } {
     assert(sp <= top);
     const first = std.mem.alignBackward(usize, sp, prefetch_line_bytes);
