@@ -204,6 +204,10 @@ popped_head: ?*Header = null,
 /// `tick % interval` was two integer divisions per loop iteration (2% of io_spawn's samples).
 until_maintenance: u32,
 until_inject_first: u32,
+/// Fiber resumptions on this worker (`fiberResume`), the worker's index in the top 16 bits:
+/// a fiber task stamps it when it suspends, so that its next resumption can tell whether its
+/// stack may have left the cache (fiber/task.zig, `stackMayBeCold`). Owner thread only.
+fiber_clock: u64,
 
 /// The worker whose thread this is (null on every other thread).
 threadlocal var current_worker: ?*Worker = null;
@@ -217,7 +221,17 @@ pub fn init(shared: *Shared, index: u32) Worker {
         .spin = SpinPolicy.init(shared.options.spin_before_park_ns),
         .until_maintenance = shared.options.event_interval,
         .until_inject_first = shared.options.global_queue_interval,
+        .fiber_clock = @as(u64, index) << fiber_clock_index_shift,
     };
+}
+
+/// Where a worker's index sits in `fiber_clock`.
+pub const fiber_clock_index_shift = 48;
+
+/// Counts a fiber resumption on this worker; returns the clock after it.
+pub fn fiberResume(self: *Worker) u64 {
+    self.fiber_clock +%= 1;
+    return self.fiber_clock;
 }
 
 /// Counts a tick off `left`; true (and `left` back at `interval`) on every `interval`-th call.
