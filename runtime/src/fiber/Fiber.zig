@@ -374,9 +374,24 @@ pub fn awaitFuture(self: *Fiber, f: anytype) future.OutputOf(@typeInfo(@TypeOf(f
     while (true) {
         switch (pollOnce(F, f, self.cx.?)) {
             .ready => |value| return value,
-            .pending => self.park(F, f),
+            .pending => {
+                self.park(F, f);
+                if (readyOnResume(F, f)) |value| return value;
+            },
         }
     }
+}
+
+/// A future may tell, without a poll, that the wake which resumed its fiber completed it
+/// (`fn readyOnResume(*F) ?Output`: a futex wait that the waker unlinked and marked woken).
+/// Then the fiber returns at once: no cancellation check, no poll through `pollOnce` — a
+/// future found ready is returned even if a cancel request came meanwhile, as
+/// `awaitCancelable` promises, and the request stays for the next cancellation point. Read
+/// after the switch back, on whatever thread resumed the fiber: such a check reads no
+/// thread-local (see "Thread-locals"). Null: poll as usual.
+inline fn readyOnResume(comptime F: type, f: *F) ?future.OutputOf(F) {
+    if (comptime !@hasDecl(F, "readyOnResume")) return null;
+    return f.readyOnResume();
 }
 
 /// `awaitFuture` as a cancellation point: returns `error.Canceled` (after cancelling `f`) if
@@ -391,7 +406,10 @@ pub fn awaitCancelable(self: *Fiber, f: anytype) std.Io.Cancelable!future.Output
         }
         switch (pollOnce(F, f, self.cx.?)) {
             .ready => |value| return value,
-            .pending => self.park(F, f),
+            .pending => {
+                self.park(F, f);
+                if (readyOnResume(F, f)) |value| return value;
+            },
         }
     }
 }

@@ -148,6 +148,17 @@ pub const Wait = struct {
         return .pending;
     }
 
+    /// For a fiber resumed after it waited (`Fiber.awaitFuture`'s `readyOnResume`): ready if
+    /// a wake unlinked it — the same lock-free acquire read as `repoll`'s first step, without
+    /// the poll around it (a queue ping-pong's every message).
+    pub fn readyOnResume(self: *Wait) ?void {
+        assert(self.state == .waiting);
+        if (!self.woken.load(.acquire)) return null;
+        assert(self.target == .none);
+        self.state = .done;
+        return {};
+    }
+
     fn repoll(self: *Wait, cx: *future.Context) future.Poll(void) {
         if (self.woken.load(.acquire)) {
             assert(self.target == .none);
@@ -213,6 +224,7 @@ pub fn initWait(self: *Futex, wait_out: *Wait, ptr: *const u32, expected: u32) v
 
 /// Wakes up to `max_waiters` waiters on `ptr`, oldest first. Returns how many it woke.
 pub fn wake(self: *Futex, ptr: *const u32, max_waiters: u32) u32 {
+    if (max_waiters == 1) return self.wakeOne(ptr);
     const bucket = self.bucketOf(ptr);
     var woken: u32 = 0;
     while (woken < max_waiters) {
@@ -256,6 +268,38 @@ pub fn wake(self: *Futex, ptr: *const u32, max_waiters: u32) u32 {
         if (!more) break;
     }
     return woken;
+}
+
+/// `wake(ptr, 1)` (every std.Io Mutex unlock and Condition signal) without the batch: at most
+/// one waiter is unlinked, so its target is held in a local instead of the batch's arrays and
+/// their loop. The same steps and orderings as `wake`.
+fn wakeOne(self: *Futex, ptr: *const u32) u32 {
+    const bucket = self.bucketOf(ptr);
+    var target: Target = .none;
+    {
+        bucket.lock.lock();
+        defer bucket.lock.unlock();
+        var node = bucket.waiters.first();
+        while (node) |current| : (node = current.next) {
+            const waiter = intrusive_list.entry(Wait, "node", current);
+            if (waiter.ptr != ptr) continue;
+            bucket.waiters.remove(current);
+            target = waiter.target;
+            // The task's wake transition under the lock (see "Task waiters"); a claim that
+            // finds it queued or notified already leaves nothing to submit.
+            if (target == .task and !target.task.claimWake()) target = .none;
+            waiter.target = .none;
+            // Last touch: the waiter may complete as soon as it reads this.
+            waiter.woken.store(true, .release);
+            break;
+        } else return 0;
+    }
+    switch (target) {
+        .task => |task| task.submitClaimed(),
+        .waker => |waker| waker.wake(),
+        .none => {},
+    }
+    return 1;
 }
 
 // -- tests ------------------------------------------------------------------------------------
@@ -320,6 +364,34 @@ test "wake takes waiters oldest first, at most max_waiters, in batches beyond 32
     try testing.expectEqual(@as(u32, 38), futex.wake(&word, std.math.maxInt(u32)));
     for (&waiters) |*w| try testing.expect(w.poll(cx) == .ready);
     try testing.expectEqual(@as(u32, 40), counter.wakeCount());
+}
+
+test "a wake of one skips another address's waiter in its bucket, takes the oldest, and readyOnResume sees it" {
+    var words = [_]u32{0} ** 2048;
+    var fixture: Fixture = undefined;
+    fixture.init();
+    defer fixture.deinit();
+    const futex, const counter, const cx = .{ &fixture.futex, &fixture.counter, &fixture.cx };
+    // Another word in the same bucket as words[0] (256 buckets: one is among 2,048 words).
+    const other = for (words[1..]) |*w| {
+        if (futex.bucketOf(w) == futex.bucketOf(&words[0])) break w;
+    } else unreachable;
+    var first_other = futex.wait(other, 0);
+    var oldest = futex.wait(&words[0], 0);
+    var newest = futex.wait(&words[0], 0);
+    for ([_]*Wait{ &first_other, &oldest, &newest }) |w| try testing.expect(w.poll(cx) == .pending);
+    try testing.expect(oldest.readyOnResume() == null); // Not woken yet: poll again.
+    try testing.expectEqual(@as(u32, 1), futex.wake(&words[0], 1));
+    try testing.expect(!first_other.woken.load(.monotonic));
+    try testing.expect(oldest.readyOnResume() != null);
+    try testing.expect(oldest.state == .done);
+    try testing.expect(!newest.woken.load(.monotonic));
+    try testing.expectEqual(@as(u32, 1), futex.wake(&words[0], 1));
+    try testing.expectEqual(@as(u32, 0), futex.wake(&words[0], 1)); // None left on words[0].
+    try testing.expectEqual(@as(u32, 2), counter.wakeCount());
+    first_other.cancel();
+    newest.cancel();
+    try testing.expectEqual(@as(i32, 1), counter.outstanding());
 }
 
 test "a cancelled waiter is unlinked and not woken; cancel after a wake is harmless" {
