@@ -38,7 +38,9 @@
 //! reads it even without a poll (`Wait.readyOnResume`, `Fiber.awaitFuture`). A wake of one
 //! waiter (every std.Io Mutex unlock and Condition signal) skips the batch (`wakeOne`). Both
 //! took the one-pair ping-pong from 1,944 to 1,790 instructions per round trip (callgrind, 1
-//! worker; zio 1,717). `cancel` (a timeout, a cancellation request, a killed fiber) unlinks a waiter still
+//! worker; zio 1,717).
+//!
+//! `cancel` (a timeout, a cancellation request, a killed fiber) unlinks a waiter still
 //! linked, under the lock, so exactly one of the waker and the canceller unlinks it. A waker
 //! that woke a cancelled waiter has spent one of its `n` on it — futexes allow spurious
 //! wake-ups, and std.Io's primitives re-check their word — but a cancelled waiter that was

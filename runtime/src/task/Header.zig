@@ -421,7 +421,6 @@ pub fn dropJoinHandle(self: *Header) void {
     // dropped the poller's, so the slot is the handle's to drop ("The last holder frees...").
     if (current & complete != 0 and refCount(current) == 1) {
         assert(current & join_interest != 0);
-        self.state.store(current & ~join_interest, .monotonic);
         self.dropJoinWakerSlot();
         return self.freeAsLastHolder(current & ~join_interest, 1);
     }
