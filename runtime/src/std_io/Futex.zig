@@ -252,18 +252,14 @@ pub fn wake(self: *Futex, ptr: *const u32, max_waiters: u32) u32 {
                         more = true;
                         break;
                     }
-                    bucket.waiters.remove(current);
-                    switch (waiter.target) {
-                        .task => |task| if (task.claimWake()) {
+                    switch (unlinkWoken(bucket, waiter)) {
+                        .task => |task| {
                             claimed[claimed_count] = task;
                             claimed_count += 1;
                         },
                         .waker => |waker| batch.push(waker),
-                        .none => unreachable,
+                        .none => {},
                     }
-                    waiter.target = .none;
-                    // Last touch: the waiter may complete as soon as it reads this.
-                    waiter.woken.store(true, .release);
                     woken += 1;
                 }
                 node = next;
@@ -274,6 +270,26 @@ pub fn wake(self: *Futex, ptr: *const u32, max_waiters: u32) u32 {
         if (!more) break;
     }
     return woken;
+}
+
+/// A wake's step for one waiter, under `bucket`'s lock: unlinks it, does its task's wake
+/// transition (see "Task waiters"), marks it woken as the last touch, and returns what to wake
+/// after unlocking — a claimed task to submit, a waker clone to wake, or nothing (the task was
+/// queued or notified already).
+fn unlinkWoken(bucket: *Bucket, waiter: *Wait) Target {
+    bucket.waiters.remove(&waiter.node);
+    var target = waiter.target;
+    switch (target) {
+        .task => |task| if (!task.claimWake()) {
+            target = .none;
+        },
+        .waker => {},
+        .none => unreachable, // Linked waiters always have a target.
+    }
+    waiter.target = .none;
+    // Last touch: the waiter may complete as soon as it reads this.
+    waiter.woken.store(true, .release);
+    return target;
 }
 
 /// `wake(ptr, 1)` (every std.Io Mutex unlock and Condition signal) without the batch: at most
@@ -289,14 +305,7 @@ fn wakeOne(self: *Futex, ptr: *const u32) u32 {
         while (node) |current| : (node = current.next) {
             const waiter = intrusive_list.entry(Wait, "node", current);
             if (waiter.ptr != ptr) continue;
-            bucket.waiters.remove(current);
-            target = waiter.target;
-            // The task's wake transition under the lock (see "Task waiters"); a claim that
-            // finds it queued or notified already leaves nothing to submit.
-            if (target == .task and !target.task.claimWake()) target = .none;
-            waiter.target = .none;
-            // Last touch: the waiter may complete as soon as it reads this.
-            waiter.woken.store(true, .release);
+            target = unlinkWoken(bucket, waiter);
             break;
         } else return 0;
     }
