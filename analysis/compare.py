@@ -170,7 +170,7 @@ def diff_runs(a: Run | str, b: Run | str, runtime: str = "ampere", tie_band: flo
     return Comparison(run_id=f"{run_a.run_id}..{run_b.run_id}", baseline="A", candidate="B", tie_band=tie_band,
                       confidence=confidence, benchmarks=benchmarks, runtimes=runtimes, invocations=invocations,
                       echo=echo_table(benchmarks, runtimes), diagnostics=diagnostics,
-                      summary=summarize(benchmarks, names, confidence, True, tie_band), compared=True,
+                      summary=summarize(benchmarks, names, confidence, True, tie_band, paired=False), compared=True,
                       extra={"runtime": runtime, "run_a": run_a.run_id, "run_b": run_b.run_id}, modes=modes)
 
 
