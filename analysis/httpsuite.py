@@ -11,8 +11,7 @@ invocation medians, interval from their spread: the same centre and interval as 
 
 `summary` is the table; `runtime_sentences` the index's sentences (one per runtime: requests/s
 and p99 at every connection count of the plaintext route, and how it stands against the fastest
-runtime there); `losses` names the rows where a runtime's requests/s interval lies wholly below
-the fastest runtime's.
+runtime there, from intervals only: clearly the fastest, clearly behind, or not separated).
 """
 
 from __future__ import annotations
@@ -85,15 +84,19 @@ def summary(run: Any, confidence: float = stats.DEFAULT_CONFIDENCE) -> pd.DataFr
 
 
 def with_ratios(table: pd.DataFrame) -> pd.DataFrame:
-    """`summary` plus each runtime's requests/s ÷ the best of its row (≤ 1), the fastest runtime,
-    and `loses`: its interval lies wholly below the fastest's."""
+    """`summary` plus each runtime's requests/s ÷ the best of its row (≤ 1), the runtime with the
+    most requests/s (`fastest`, a point estimate: never quoted alone), `loses` (its interval lies
+    wholly below the fastest's) and `clear` (it is the fastest and every other runtime loses):
+    the only orders the sentences state."""
     if table.empty:
-        return table.assign(of_fastest=[], fastest=[], loses=[])
+        return table.assign(of_fastest=[], fastest=[], loses=[], clear=[])
     parts = []
     for _, group in table.groupby(["benchmark", "connections"], sort=False):
         best = group.loc[group["rps"].idxmax()]
-        parts.append(group.assign(of_fastest=group["rps"] / best["rps"], fastest=best["runtime"],
-                                  loses=(group["runtime"] != best["runtime"]) & (group["rps_high"] < best["rps_low"])))
+        loses = (group["runtime"] != best["runtime"]) & (group["rps_high"] < best["rps_low"])
+        clear = (group["runtime"] == best["runtime"]) & bool(loses.sum() == len(group) - 1) & (len(group) > 1)
+        parts.append(group.assign(of_fastest=group["rps"] / best["rps"], fastest=best["runtime"], loses=loses,
+                                  clear=clear))
     return pd.concat(parts).loc[table.index]
 
 
@@ -141,17 +144,21 @@ def runtime_sentences(table: pd.DataFrame, absent: Mapping[str, str]) -> list[st
         mine = plain[plain["runtime"] == runtime]
         at = "; ".join(f"{r.connections} connections {_rate(r.rps)} req/s [{_rate(r.rps_low)}, {_rate(r.rps_high)}], "
                        f"p99 {_ms(r.p99_ns)}" for r in mine.itertuples())
-        wins = int((mine["fastest"] == runtime).sum())
-        losses = [str(r.connections) for r in mine.itertuples() if r.loses]
-        stand = (f"fastest at {wins} of {len(mine)} connection counts" if wins else
-                 f"{_pct(float(mine['of_fastest'].min()))}–{_pct(float(mine['of_fastest'].max()))} of the fastest")
-        lost = f"; clearly behind the fastest at {', '.join(losses)} connections" if losses and wins else ""
-        out.append(f"{name} (GET /plaintext): {at}; {stand}{lost}.")
+        ahead = [str(r.connections) for r in mine.itertuples() if r.clear]
+        behind = [str(r.connections) for r in mine.itertuples() if r.loses]
+        apart = len(mine) - len(ahead) - len(behind)
+        parts = []
+        if ahead:
+            parts.append(f"clearly the fastest at {', '.join(ahead)} connections")
+        if behind:
+            parts.append(f"clearly behind the fastest at {', '.join(behind)}")
+        if apart:
+            parts.append(f"no order established at {apart} of {len(mine)} connection counts")
+        stand = ", ".join(parts) + " (intervals of requests/s over invocations)"
+        out.append(f"{name} (GET /plaintext): {at}; {stand}.")
     return out
 
 
-def _pct(value: float) -> str:
-    return f"{value:.0%}"
 
 
 def settings_sentence(info: Mapping[str, Any]) -> str:

@@ -178,7 +178,8 @@ def _io_section(rc: RunComparisons) -> str:
     if not iosuite.has_io(rc.comparisons) and not absent:
         return ""
     table = iosuite.matrix(iosuite.sides(rc.comparisons), rc.primary.tie_band)
-    lines = iosuite.runtime_sentences(table, rc.comparisons, absent, rc.baseline)
+    lines = iosuite.runtime_sentences(table, rc.comparisons, absent, rc.baseline, rc.primary.tie_band)
+    lines += iosuite.peer_sentences(rc.peers)
     items = "\n".join(f"<li>{html.escape(s)}</li>" for s in lines)
     return f"<h2>Io suite: where each runtime stands</h2>\n<ul>\n{items}\n</ul>"
 

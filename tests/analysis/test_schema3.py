@@ -245,8 +245,10 @@ def test_io_matrix_ratio_to_the_fastest_winner_and_sentences(tmp_path):
     assert set(wide["winner"]) == {"zio"}
     sentences = iosuite.runtime_sentences(table, rc.comparisons, {"ampere.io": "ampere.Io not built yet"}, "tokio")
     assert sentences[0] == "ampere.io: absent from this run — ampere.Io not built yet."
-    assert sentences[2].startswith("zio: fastest in 4 of 4 io rows; on average ×1.00")
-    assert "against Tokio a geometric mean of ×1.25" in sentences[2]
+    assert sentences[2].startswith("zio: of 4 io rows, clearly fastest in 4, clearly behind the fastest in 0, "
+                                   "not separated from the fastest in 0")
+    assert "against Tokio the geometric mean over its 4 like-for-like rows is ×1.25 [" in sentences[2]
+    assert "interval over rounds" in sentences[2]
     price = iosuite.straight_line_price(table)
     assert price.empty and iosuite.price_sentence(price, {"ampere.io": "ampere.Io not built yet"}) == (
         "The price of straight-line code (ampere.io ÷ ampere) is not measured: ampere.io is absent from this run "
@@ -335,3 +337,22 @@ def test_io_run_records_ampere_io_metrics_and_no_other_io_programs(tmp_path, mon
     run = load_run(str(run_dir))
     io_counts = run.metrics[run.metrics["runtime"] == "ampere.io"]
     assert set(io_counts["suite"]) == {"io"} and set(io_counts["workers"]) == {1, 2}
+
+
+def test_ampere_io_against_each_zio_build_is_tallied_from_verdicts(tmp_path):
+    """artefact.peer_comparisons compares ampere.io with each zio build directly; the tally names
+    the build and counts the cells' verdicts (issue 43: no count of point estimates)."""
+    from analysis import artefact, iosuite
+
+    rc = _io_comparisons(tmp_path, ("ampere.io", "zio", "tokio"), speed={"ampere.io": 0.5, "zio": 0.8})
+    assert list(rc.peers) == ["zio:ampere.io"]  # no zio.epoll in this run
+    peer = rc.peers["zio:ampere.io"]
+    assert set(peer.benchmarks["suite"]) == {"io"} and (peer.benchmarks["verdict"] == "win").all()
+    lines = iosuite.peer_sentences(rc.peers)
+    n = len(peer.benchmarks)
+    assert lines == [f"ampere.io against zio's default build (io_uring), every io cell: {n} wins, 0 losses, 0 ties, "
+                     f"0 inconclusive of {n} (1 worker: {n // 2} wins, 0 losses, 0 ties, 0 inconclusive; 2 workers: "
+                     f"{n // 2} wins, 0 losses, 0 ties, 0 inconclusive). Each verdict is the cell's paired-median "
+                     "interval against the ±5% tie band; an inconclusive cell establishes no order."]
+    again = artefact.from_json(__import__("json").loads(artefact.to_json(rc, {})))
+    assert list(again.peers) == ["zio:ampere.io"] and iosuite.peer_sentences(again.peers) == lines
