@@ -38,6 +38,8 @@ pub const known_settings = [_]Setting{
     .{ .runtime = "ampere", .name = "event_interval", .min = 1, .max = std.math.maxInt(u32) },
     .{ .runtime = "tokio", .name = "global_queue_interval", .min = 1, .max = std.math.maxInt(u32) },
     .{ .runtime = "tokio", .name = "event_interval", .min = 1, .max = std.math.maxInt(u32) },
+    // How Tokio's io twins collect a group of tasks (rust_bench/src/io.rs `GroupKind`).
+    .{ .runtime = "tokio", .name = "io_group", .min = 0, .max = 2 },
 };
 
 pub const known_runtimes = [_][]const u8{ "ampere", "tokio" };

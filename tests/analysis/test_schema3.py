@@ -165,13 +165,16 @@ def test_io_run_records_absent_sides_rotates_and_compares(tmp_path, monkeypatch,
     assert entries["zio"]["absent"] and "absent" not in entries["tokio"] and "absent" not in entries["zig.threaded"]
     assert entries["zio.epoll"]["absent"]
     order = [(o["runtime"], o["invocation"]) for o in info["invocation_order"]]
-    assert [rt for rt, k in order if k == 0] == ["ampere", "zig.threaded", "tokio"]
-    assert sorted(order) == sorted((rt, k) for rt in ("ampere", "zig.threaded", "tokio") for k in range(3))
+    present = ("ampere", "zig.threaded", "tokio", "tokio.joinset", "tokio.tracker")
+    assert [rt for rt, k in order if k == 0] == list(present)
+    assert sorted(order) == sorted((rt, k) for rt in present for k in range(3))
+    assert info["bench_commands"]["tokio.tracker"][1:5] == ["--variant", "tokio.tracker", "--suite", "io"]
     assert [rt for rt, k in order if k == 1] != [rt for rt, k in order if k == 0]  # the order rotates
     assert info["bench_commands"]["zig.threaded"][1:5] == ["--variant", "zig.threaded", "--suite", "io"]
     assert info["bench_commands"]["ampere"][1:5] == ["--variant", "ampere", "--suite", "io"]
     run = load_run(str(run_dir))
-    assert set(run.absent) == {"ampere.io", "zio", "zio.epoll"} and run.runtimes == ("ampere", "tokio", "zig.threaded")
+    assert set(run.absent) == {"ampere.io", "zio", "zio.epoll"}
+    assert run.runtimes == ("ampere", "tokio", "tokio.joinset", "tokio.tracker", "zig.threaded")
     assert sorted(run.rows("zig.threaded")["workers"].unique()) == [1, 2]
     native = run.rows("ampere")
     assert set(native["suite"]) == {"io"} and set(native["benchmark"]) == {"io_spawn"}
@@ -330,7 +333,8 @@ def test_io_run_records_ampere_io_metrics_and_no_other_io_programs(tmp_path, mon
     run_dir = run_bench(options)
     info = json.loads((run_dir / "run.json").read_text())
     assert info["metrics_files"] == {"ampere": "ampere.metrics.jsonl", "ampere.io": "ampere.io.metrics.jsonl",
-                                     "zig.threaded": None, "tokio": None}
+                                     "zig.threaded": None, "tokio": None, "tokio.joinset": None,
+                                     "tokio.tracker": None}
     commands = (tmp_path / "log.txt").read_text().splitlines()
     assert any("--variant ampere.io" in line and "--metrics" in line for line in commands)
     assert not any("--variant zig.threaded" in line and "--metrics" in line for line in commands)
