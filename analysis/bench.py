@@ -78,7 +78,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import child, httpbench, schema
+from . import child, httpbench, machine_load, schema
 from .build import AMPERE_IO_ABSENT, AMPERE_IO_BUILT, BINARIES, IO_PROGRAMS, REPO_ROOT, RUNTIMES, build, io_absent
 from .compare import compare
 from .errors import AnalysisError, DataError, RunFailed
@@ -573,6 +573,10 @@ class Invocation:
     elapsed_s: float | None = None
     #: the suite this process runs (`--suite` of its command)
     suite: str = ""
+    #: the machine's load over it (machine_load.between), None where /proc cannot be read
+    load: dict[str, Any] | None = None
+    #: the process's peak resident set (wait4's ru_maxrss), bytes
+    peak_rss_bytes: int | None = None
 
     @property
     def tag(self) -> str:
@@ -594,6 +598,7 @@ def run_invocation(inv: Invocation, timeout_s: float, out: TextIO | None = None,
     err = err if err is not None else sys.stderr
     print(f"{inv.tag} {' '.join(inv.command)}", file=out, flush=True)
     tail: deque[str] = deque(maxlen=20)
+    before = machine_load.snapshot()
     started = time.monotonic()
     with open(inv.stdout_log, "w", encoding="utf-8") as stdout_log, \
             open(inv.stderr_log, "w", encoding="utf-8") as stderr_log:
@@ -620,7 +625,7 @@ def run_invocation(inv: Invocation, timeout_s: float, out: TextIO | None = None,
                 stderr_log.write(line)
                 stderr_log.flush()
                 _show(inv, line, tail, out, err)
-            code = proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            code, usage = wait_with_rusage(proc, deadline)
         except (TimeoutError, subprocess.TimeoutExpired):
             child.kill_group(proc)
             running = inv.running
@@ -633,12 +638,29 @@ def run_invocation(inv: Invocation, timeout_s: float, out: TextIO | None = None,
         finally:
             reader.join(timeout=5)
     inv.elapsed_s = round(time.monotonic() - started, 3)
+    if usage is not None:
+        inv.load = machine_load.between(before, machine_load.snapshot(), usage.ru_utime + usage.ru_stime)
+        inv.peak_rss_bytes = int(usage.ru_maxrss) * 1024  # Linux reports kilobytes
     if code != 0:
         errors = [t for t in tail if t.startswith("error:")]
         detail = (errors[-1] if errors else (tail[-1] if tail else "no message")).strip()
         how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
         raise StepFailed("invocation", f"{how}: {detail}", inv.runtime, inv.index,
                          bench_name(inv.running) if inv.running else None)
+
+
+def wait_with_rusage(proc: subprocess.Popen, deadline: float) -> tuple[int, Any]:
+    """Reap the program with wait4 (its own CPU time and peak resident set, which Popen.wait
+    discards), polling until `deadline` (TimeoutError after it). Returns (exit code as Popen
+    gives it: negative for a signal, the rusage)."""
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid == proc.pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return proc.returncode, usage
+        if time.monotonic() >= deadline:
+            raise TimeoutError
+        time.sleep(0.005)
 
 
 def _show(inv: Invocation, line: str, tail: deque[str], out: TextIO, err: TextIO) -> None:
@@ -1134,7 +1156,8 @@ def run_info(options: BenchOptions, state: _Run, variants: dict[str, Variant], c
                     "invocations": [{"runtime": w.runtime, "elapsed_s": w.elapsed_s} for w in warmups]}
                    if warmups else None),
         "invocation_order": [{"runtime": inv.runtime, "invocation": inv.index, "suite": inv.suite,
-                              "elapsed_s": inv.elapsed_s} for inv in invocations],
+                              "elapsed_s": inv.elapsed_s, "load": inv.load, "peak_rss_bytes": inv.peak_rss_bytes}
+                             for inv in invocations],
         "invocation_processes": "one per suite" if options.splits_suites else "one",
         "command_line": options.command_line,
         "bench_commands": {inv.runtime: inv.command for inv in reversed(invocations) if inv.index == 0},

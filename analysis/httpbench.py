@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from . import child, schema
+from . import child, machine_load, schema
 from .build import BINARIES, HTTP_SERVER_BINARIES
 
 #: The http servers: the Zig program per std.Io implementation, and tokio_bench's subcommand.
@@ -503,9 +503,12 @@ def run_http(ctx: HttpContext, runtimes: tuple[str, ...], rotate: Callable[[tupl
             if rt not in metas:
                 meta = ctx.folder / ".staging" / f"{rt}.http.meta.json"
                 metas[rt] = meta
-            started = time.monotonic()
+            started, before, children = time.monotonic(), machine_load.snapshot(), machine_load.children_cpu_s()
             samples = serve_invocation(ctx, rt, k, meta, logs / f"{rt}.http.{k}.stderr.txt")
-            order.append({"runtime": rt, "invocation": k, "elapsed_s": round(time.monotonic() - started, 3)})
+            # measured: the servers' and the load generator's CPU (children reaped during the invocation)
+            load = machine_load.between(before, machine_load.snapshot(), machine_load.children_cpu_s() - children)
+            order.append({"runtime": rt, "invocation": k, "suite": "http",
+                          "elapsed_s": round(time.monotonic() - started, 3), "load": load})
             r, l = rows_of(rt, k, ctx.workers, samples)
             rows[rt] += r
             latency[rt] += l

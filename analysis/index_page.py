@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from . import httpsuite, iosuite, schema
+from . import httpsuite, iosuite, machine_load, schema
 from .artefact import RunComparisons
 from .compare import Comparison
 from .words import headline_sentences
@@ -118,7 +118,9 @@ def index_html(rc: RunComparisons, pages: Sequence[Page], command: str, run_fold
     cmp = rc.primary
     bn = schema.display_name(rc.baseline)
     candidates = ", ".join(schema.display_name(c) for c in rc.comparisons)
+    load = machine_load.run_sentence(rc.info)
     rows = [
+        ("Machine load", f'<span class="{"loss" if load.startswith("DISTURBED") else "tie"}">{esc(load)}</span>'),
         ("Run", esc(rc.run_id)),
         ("Started / ended (UTC)", f"{esc(str(info.get('started_utc', '—')))} / {esc(str(info.get('ended_utc', '—')))}"),
         ("Profile, suites", f"{esc(str(info.get('profile', '—')))}, {esc(', '.join(info.get('suites', [])))}"),
