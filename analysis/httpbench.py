@@ -392,6 +392,17 @@ class Server:
             raise SampleFailed("the server exited without its `requests N` line")
         return int(match[1])
 
+    def peak_rss_bytes(self) -> int | None:
+        """The server's peak resident set so far (/proc/<pid>/status VmHWM), None when gone."""
+        try:
+            with open(f"/proc/{self.pid}/status", encoding="ascii") as status:
+                for line in status:
+                    if line.startswith("VmHWM:"):
+                        return int(line.split()[1]) * 1024
+        except (OSError, ValueError, IndexError):
+            return None
+        return None
+
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             child.kill_group(self.proc)
@@ -445,6 +456,8 @@ class HttpContext:
     command: Callable[[str, int, Path | None], list[str]] | None = None
     #: the open-loop load generator (None: not installed, the open loop does not run)
     oha: str | None = None
+    #: (runtime, invocation) -> the largest peak resident set of its servers (VmHWM)
+    peak_rss: dict[tuple[str, int], int] = field(default_factory=dict)
 
 
 def default_servers(root: Path, tokio_binary: Path | None = None) -> dict[str, list[str]]:
@@ -533,6 +546,9 @@ def serve_invocation(ctx: HttpContext, runtime: str, invocation: int, meta: Path
             server.kill()
             kept += served.samples  # clean samples before the failure; this server's count is not checked
             continue
+        rss = server.peak_rss_bytes()
+        if rss is not None:
+            ctx.peak_rss[(runtime, invocation)] = max(rss, ctx.peak_rss.get((runtime, invocation), 0))
         try:
             count = server.stop()
             problem = check_request_count(count, served.wrk_requests, served.wrk_connections)
@@ -747,7 +763,8 @@ def run_http(ctx: HttpContext, runtimes: tuple[str, ...], rotate: Callable[[tupl
             # measured: the servers' and the load generator's CPU (children reaped during the invocation)
             load = machine_load.between(before, machine_load.snapshot(), machine_load.children_cpu_s() - children)
             order.append({"runtime": rt, "invocation": k, "suite": "http",
-                          "elapsed_s": round(time.monotonic() - started, 3), "load": load})
+                          "elapsed_s": round(time.monotonic() - started, 3), "load": load,
+                          "peak_rss_bytes": ctx.peak_rss.get((rt, k))})
             r, l = rows_of(rt, k, ctx.workers, samples)
             rows[rt] += r
             latency[rt] += l

@@ -360,3 +360,31 @@ def test_ampere_io_against_each_zio_build_is_tallied_from_verdicts(tmp_path):
                      "interval against the ±5% tie band; an inconclusive cell establishes no order."]
     again = artefact.from_json(__import__("json").loads(artefact.to_json(rc, {})))
     assert list(again.peers) == ["zio:ampere.io"] and iosuite.peer_sentences(again.peers) == lines
+
+
+def test_allocations_per_row_ratios_only_where_both_are_non_zero_and_peak_rss(tmp_path):
+    from analysis import allocations
+
+    rc = _io_comparisons(tmp_path, ("ampere.io", "zio", "tokio"))
+    cmp = rc.comparisons["ampere.io"]
+    b = cmp.benchmarks
+    b.loc[b.index[0], ["baseline_allocs_per_op", "candidate_allocs_per_op"]] = [2.0, 0.5]
+    b.loc[b.index[1], ["baseline_allocs_per_op", "candidate_allocs_per_op"]] = [2.0, 0.0]
+    table = allocations.io_table(rc.comparisons)
+    assert set(table["runtime"]) == {"ampere.io", "zio", "tokio"}
+    first = table[(table["label"] == b.iloc[0]["label"]) & (table["runtime"] == "ampere.io")].iloc[0]
+    assert first["allocs_ratio"] == 4.0
+    second = table[(table["label"] == b.iloc[1]["label"]) & (table["runtime"] == "ampere.io")].iloc[0]
+    assert np.isnan(second["allocs_ratio"])  # a ratio to zero is no quantity
+    assert table[table["runtime"] == "tokio"]["allocs_ratio"].isna().all()
+    assert "÷4 vs Tokio" in " ".join(allocations.io_wide(table).astype(str).values.ravel())
+    info = {"invocation_order": [{"runtime": "tokio", "suite": "io", "peak_rss_bytes": 10 << 20},
+                                 {"runtime": "tokio", "suite": "io", "peak_rss_bytes": 30 << 20},
+                                 {"runtime": "tokio", "suite": "micro", "peak_rss_bytes": 99 << 20}],
+            "http": {"invocation_order": [{"runtime": "zio", "peak_rss_bytes": 5 << 20}]}}
+    rss = allocations.peak_rss(info, "io")
+    assert rss.to_dict("records") == [{"runtime": "tokio", "suite": "io", "processes": 2, "median_bytes": 20 << 20,
+                                       "max_bytes": 30 << 20}]
+    assert allocations.peak_rss(info, "http")["runtime"].tolist() == ["zio"]
+    assert allocations.peak_rss({}, "io").empty
+    assert allocations.rss_wide(rss).iloc[0]["peak RSS, largest"] == "30.0 MiB"
