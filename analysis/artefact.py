@@ -39,6 +39,7 @@ import pandas as pd
 
 from . import fairness, load, stats
 from .compare import Comparison, compare, diff_runs
+from .summary import summarize
 from .errors import AnalysisError
 from .files import write_text_atomic
 from .load import Run, machine_table
@@ -110,7 +111,10 @@ def peer_comparisons(run: Run, tie_band: float, confidence: float) -> dict[str, 
         if baseline in run.runtimes and candidate in run.runtimes:
             cmp = compare(run, baseline, candidate, tie_band, confidence)
             io = cmp.benchmarks["suite"] == "io"
-            cmp.benchmarks = cmp.benchmarks[io].reset_index(drop=True)
+            # the same std.Io program on both sides: every io row is like for like (the fairness
+            # table's `no:` rows are about Tokio's twins)
+            cmp.benchmarks = cmp.benchmarks[io].reset_index(drop=True).assign(like_for_like=True, semantics_note="")
+            cmp.summary = summarize(cmp.benchmarks, (baseline, candidate), confidence, True, tie_band)
             cmp.runtimes = cmp.runtimes[cmp.runtimes["suite"] == "io"].reset_index(drop=True)
             cmp.invocations = cmp.invocations[cmp.invocations["suite"] == "io"].reset_index(drop=True)
             cmp.modes = cmp.modes[cmp.modes["suite"] == "io"].reset_index(drop=True)

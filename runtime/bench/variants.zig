@@ -259,7 +259,7 @@ test "the embedded file defines ampere, ampere.nospin and tokio" {
 test "unknown variant names the known ones" {
     var diag = Diagnostic{};
     try testing.expectError(error.InvalidVariant, select(testing.allocator, "ampere", "ampere.fast", &diag));
-    try testing.expectEqualStrings("--variant: unknown variant 'ampere.fast' (variants.json has: ampere, ampere.ab, ampere.nospin, tokio)", diag.message());
+    try testing.expectEqualStrings("--variant: unknown variant 'ampere.fast' (variants.json has: ampere, ampere.ab, ampere.nospin, tokio, tokio.joinset, tokio.tracker)", diag.message());
 }
 
 test "settings map onto Runtime.Options" {

@@ -233,7 +233,7 @@ mod tests {
     fn unknown_variant_names_the_known_ones() {
         assert_eq!(
             select("tokio", "tokio.fast").unwrap_err(),
-            "--variant: unknown variant 'tokio.fast' (variants.json has: ampere, ampere.ab, ampere.nospin, tokio)"
+            "--variant: unknown variant 'tokio.fast' (variants.json has: ampere, ampere.ab, ampere.nospin, tokio, tokio.joinset, tokio.tracker)"
         );
     }
 

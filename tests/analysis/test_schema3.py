@@ -352,6 +352,7 @@ def test_ampere_io_against_each_zio_build_is_tallied_from_verdicts(tmp_path):
     assert list(rc.peers) == ["zio:ampere.io"]  # no zio.epoll in this run
     peer = rc.peers["zio:ampere.io"]
     assert set(peer.benchmarks["suite"]) == {"io"} and (peer.benchmarks["verdict"] == "win").all()
+    assert peer.benchmarks["like_for_like"].all()  # the same std.Io program on both sides
     lines = iosuite.peer_sentences(rc.peers)
     n = len(peer.benchmarks)
     assert lines == [f"ampere.io against zio's default build (io_uring), every io cell: {n} wins, 0 losses, 0 ties, "
