@@ -95,9 +95,26 @@ def run(step: Step) -> tuple[int, str]:
     return status, "".join(captured)
 
 
+EXPLORE_LOG = ROOT / "build" / "explore.log"
+
+
+def report_explorer() -> None:
+    """The schedule explorer's sweep summaries (runtime/src/explore.zig): seeds run and
+    perturbations per hook point, one line per scenario and test binary."""
+    if not EXPLORE_LOG.exists():
+        return
+    lines = EXPLORE_LOG.read_text().splitlines()
+    print(f"==> [test] schedule explorer: {len(lines)} sweeps", flush=True)
+    for line in lines:
+        print("    " + line, flush=True)
+
+
 def main() -> int:
     total = Counts()
     broken: list[str] = []
+    (ROOT / "build").mkdir(exist_ok=True)
+    EXPLORE_LOG.unlink(missing_ok=True)
+    os.environ["AMPERE_EXPLORE_LOG"] = str(EXPLORE_LOG)
     for step in STEPS:
         status, output = run(step)
         if step.parse is None:
@@ -116,6 +133,7 @@ def main() -> int:
         print(f"==> [test] {step.name}: {counts.passed} passed, {counts.failed} failed", flush=True)
         total.passed += counts.passed
         total.failed += counts.failed
+    report_explorer()
     if broken:
         print("failed runners: " + ", ".join(broken), flush=True)
     summary = f"{total.passed} passed, {total.failed} failed"

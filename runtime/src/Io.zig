@@ -15,7 +15,7 @@
 //! Any fiber of the runtime, and any thread that is not one of its workers (`main` before or
 //! around `Runtime.blockOn`, a blocking-pool function): there a waiting function blocks the
 //! thread, as `Runtime.blockOn` does. A state-machine task's `poll` must not call a function
-//! that waits — it would block a worker (`blockOn`'s assertion catches it).
+//! that waits — it would block a worker (it panics, saying so: `State.blockThread`).
 //!
 //! ## The vtable (runtime/docs/fibers.md has the whole table)
 //!
@@ -53,11 +53,11 @@ fn operate(userdata: ?*anyopaque, operation: std.Io.Operation) std.Io.Cancelable
 
 /// Threaded's implementation on the calling thread: calls that never block.
 const direct_names = [_][]const u8{
-    "dirClose",                 "fileSeekBy",                  "fileSeekTo",
-    "fileMemoryMapDestroy",     "fileIsTty",                   "fileEnableAnsiEscapeCodes",
-    "fileSupportsAnsiEscapeCodes", "processExecutablePath",    "processCurrentPath",
-    "processSetCurrentDir",     "processSetCurrentPath",       "processReplace",
-    "processReplacePath",       "progressParentFile",          "netInterfaceNameResolve",
+    "dirClose",                    "fileSeekBy",            "fileSeekTo",
+    "fileMemoryMapDestroy",        "fileIsTty",             "fileEnableAnsiEscapeCodes",
+    "fileSupportsAnsiEscapeCodes", "processExecutablePath", "processCurrentPath",
+    "processSetCurrentDir",        "processSetCurrentPath", "processReplace",
+    "processReplacePath",          "progressParentFile",    "netInterfaceNameResolve",
     "netInterfaceName",
 };
 
@@ -134,4 +134,6 @@ test {
     _ = @import("std_io/net_tests.zig");
     _ = @import("std_io/files_tests.zig");
     _ = @import("std_io/differential_tests.zig");
+    _ = @import("std_io/explore_tests.zig");
+    _ = @import("std_io/contract_tests.zig");
 }

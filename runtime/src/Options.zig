@@ -41,6 +41,13 @@ fiber_guard_bytes: usize = 64 * 1024,
 /// pool keeps more while demand is recent: up to the recent peak of fibers alive at once,
 /// halving every quiet second (`fiber/Stack.zig`, `Pool`).
 fiber_stacks_cached: usize = 256,
+/// How long `Runtime.deinit` lets fibers unwind after it asked each for std.Io cancellation
+/// (`error.Canceled` at its next cancellation point, so its `defer`s run) before it kills the
+/// ones left (runtime/docs/fibers.md, "Cancellation and shutdown"). `deinit` goes on as soon
+/// as every fiber has finished; the full period passes only when a fiber waits where
+/// cancellation cannot reach it (an uncancelable wait, `ampere.fiber.await` of a native future,
+/// a blocking call, a fiber that keeps going after `error.Canceled`).
+shutdown_grace_ns: u64 = 500 * std.time.ns_per_ms,
 /// The process environment, for `io()`'s process spawning (PATH) and terminal detection
 /// (from `std.process.Init`'s `minimal.environ`). Empty by default.
 environ: std.process.Environ = .empty,

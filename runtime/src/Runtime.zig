@@ -21,6 +21,12 @@
 //!
 //! In this order (Tokio's: the scheduler shuts down before the blocking pool is waited for):
 //!
+//! 0. Every fiber is asked for std.Io cancellation (`error.Canceled` at its next cancellation
+//!    point, so its `defer`s run and what it holds — an `Io.Mutex`, a socket — is let go), and
+//!    `deinit` waits, with everything still running, until no fiber is left or
+//!    `Options.shutdown_grace_ns` (500 ms) passed. The fibers left after that are killed in
+//!    step 4 without running their `defer`s (runtime/docs/fibers.md, "Cancellation and
+//!    shutdown").
 //! 1. The workers stop after their current poll and are joined.
 //! 2. The owned-task list closes: spawning fails with `error.Shutdown` from now on.
 //! 3. The timer driver shuts down: every armed timer fires now and later registrations expire
@@ -35,6 +41,10 @@
 //! 5. The blocking pool stops starting functions and joins the threads that run one.
 //! 6. The functions that never started are cancelled, and step 4 runs once more for whatever
 //!    the finished functions woke.
+//! 7. Threads that are not workers and were waiting in `blockOn` or an `ampere.Io` call were
+//!    woken by the steps above; `deinit` waits until each has left the runtime's code (it
+//!    panics, saying so, if one is still inside after `shutdown_grace_ns`: it waits where
+//!    nothing can end its wait, and freeing the runtime under it would be a use after free).
 //!
 //! Tasks whose JoinHandle is still held are freed when the handle is awaited or detached
 //! (after `deinit` that still works: it touches only the task, which remembers its allocator).
@@ -61,6 +71,8 @@ const Fibers = @import("fiber/Fibers.zig");
 const fiber_task = @import("fiber/task.zig");
 const AmpereIo = @import("Io.zig");
 const spawn_blocking = @import("blocking/spawn.zig");
+const hook = @import("hook.zig");
+const os = @import("os.zig");
 
 const Runtime = @This();
 
@@ -116,15 +128,21 @@ pub fn init(allocator: Allocator, options: Options) !*Runtime {
 pub fn deinit(self: *Runtime) void {
     assert(!Scheduler.onWorkerThread()); // Not from inside a task: it would join itself.
     const shared = &self.scheduler.shared;
+    self.letFibersUnwind(); // 0
+    hook.reached(.shutdown_step);
     self.scheduler.stopWorkers(); // 1
+    hook.reached(.shutdown_step);
     shared.owned.close(); // 2
     shared.driver.shutdown(); // 3
     shared.io.shutdown();
+    hook.reached(.shutdown_step);
     self.scheduler.cancelAllTasks(); // 4
+    hook.reached(.shutdown_step);
     self.blocking.shutdown(); // 5
     while (self.blocking.popQueued()) |task| shared.cancelQueuedTask(task); // 6
     self.scheduler.cancelAllTasks();
     assert(shared.owned.count() == 0);
+    self.waitExternalWaits(); // 7
 
     const allocator = self.allocator;
     self.parkers.close(); // Parkers still held by waker clones go when their last clone does.
@@ -133,6 +151,43 @@ pub fn deinit(self: *Runtime) void {
     self.scheduler.deinit();
     self.fibers.deinit(); // Every fiber finished or was killed: every stack is back.
     allocator.destroy(self);
+}
+
+/// Shutdown step 0: asks every fiber for std.Io cancellation (`fiber_task.cancelAll`) and
+/// waits, with the workers still running, until none is alive or `shutdown_grace_ns` passed.
+/// The fibers left are killed by step 4.
+fn letFibersUnwind(self: *Runtime) void {
+    const shared = &self.scheduler.shared;
+    fiber_task.cancelAll(shared, &self.fibers);
+    const grace_ns = shared.options.shutdown_grace_ns;
+    const start_ns = os.clockNs(.MONOTONIC);
+    var pause_ns: u64 = 10 * std.time.ns_per_us;
+    // A fiber holds its stack (or its reservation) from its spawn until it is done.
+    while (self.fibers.stacks.inUse() > 0) {
+        if (os.clockNs(.MONOTONIC) -| start_ns >= grace_ns) break;
+        os.sleepNs(pause_ns);
+        pause_ns = @min(2 * pause_ns, std.time.ns_per_ms);
+    }
+}
+
+/// Shutdown step 7: threads that are not workers and were waiting in `blockOn` or an
+/// `ampere.Io` call when `deinit` began were woken by the steps before (every task is complete,
+/// every timer fired, every I/O operation ended); wait until each has left the runtime's code.
+/// A thread still inside after `shutdown_grace_ns` waits where nothing of the runtime can wake
+/// it any more (a std.Io futex word only a killed fiber would have changed): freeing the
+/// runtime under it would be a use after free, so `deinit` panics, saying so.
+fn waitExternalWaits(self: *Runtime) void {
+    const shared = &self.scheduler.shared;
+    const start_ns = os.clockNs(.MONOTONIC);
+    var pause_ns: u64 = 10 * std.time.ns_per_us;
+    // Acquire: pairs with each thread's release decrement, its last access.
+    while (shared.external_waits.count.load(.acquire) > 0) {
+        if (os.clockNs(.MONOTONIC) -| start_ns >= shared.options.shutdown_grace_ns) {
+            std.debug.panic("Runtime.deinit: {d} thread(s) still waiting in Runtime.blockOn or an ampere.Io call that nothing can end any more (a std.Io lock or futex word held by a fiber that shutdown killed?); the runtime cannot be freed under them", .{shared.external_waits.count.load(.acquire)});
+        }
+        os.sleepNs(pause_ns);
+        pause_ns = @min(2 * pause_ns, std.time.ns_per_ms);
+    }
 }
 
 pub fn isShuttingDown(self: *const Runtime) bool {
@@ -146,10 +201,12 @@ pub fn isShuttingDown(self: *const Runtime) bool {
 /// `SharedParker`).
 pub fn blockOn(self: *Runtime, f: anytype) future.OutputOf(@TypeOf(f)) {
     assert(!Scheduler.onWorkerThread()); // blockOn inside a task would block a worker.
-    const saved = context.enter(self.scheduler.shared.handles());
+    const shared = &self.scheduler.shared;
+    shared.enterExternalWait();
+    defer shared.leaveExternalWait(); // Last: `deinit` may free the runtime after it.
+    const saved = context.enter(shared.handles());
     defer saved.restore();
     var pinned = f;
-    const shared = &self.scheduler.shared;
     return block_on.blockOnPool(self.parkers, &pinned, shared.options.spin_before_park_ns, shared.externalRecorder());
 }
 

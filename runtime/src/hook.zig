@@ -17,12 +17,18 @@
 //!   sleep, the timer driver about to wake). It receives the subject that reached the point
 //!   (the `Worker`, `Parker` or `Driver`), so a test can pick the thread it wants.
 //!
+//! Every point is also a decision point of the seeded schedule explorer (`explore.zig`): while
+//! an exploration session runs, a thread that reaches a point may be held back there for a
+//! seeded yield, spin or sleep, so that the other side of the handshake overtakes it.
+//!
 //! Outside test builds both call-site functions are empty at compile time (`builtin.is_test`
 //! is false), so the benchmark and release builds carry no trace of them. The module imports
-//! nothing of the runtime (subjects are passed type-erased), so it is a leaf of the import graph.
+//! nothing of the runtime but the explorer (subjects are passed type-erased), so it stays at the
+//! bottom of the import graph.
 
 const std = @import("std");
 const builtin = @import("builtin");
+const explore = @import("explore.zig");
 
 pub const Point = enum {
     // -- sync (thread-local: reached by the test's own poll) --
@@ -88,9 +94,38 @@ pub const Point = enum {
     /// published; its stack is retired, not yet given back), before it looks for a successor
     /// and switches away. Subject: the `Worker`.
     fiber_completed_early,
+    // -- handshakes the schedule explorer (explore.zig) perturbs --
+    /// std_io/Futex.Wait: a first poll, before it takes the bucket's lock to register.
+    /// Subject: the `Futex.Wait`.
+    futex_register_before_lock,
+    /// std_io/Futex.Wait.cancel: a linked waiter is withdrawn, before the bucket's lock (a wake
+    /// here picks the waiter that is leaving). Subject: the `Futex.Wait`.
+    futex_cancel_before_lock,
+    /// std_io/Futex.wake: before the bucket's lock. Subject: the `Futex`.
+    futex_wake_before_lock,
+    // The points below are thread-local (`reached`, no subject).
+    /// fiber/Fiber.awaitCancelable: before a cancellation point reads the fiber's request.
+    fiber_cancel_point,
+    /// std_io/tasks.requestCancel: before a fiber's cancellation is requested.
+    request_cancel,
+    /// task/Header.abort: before the abort's compare-and-swap.
+    task_before_abort,
+    /// scheduler/Shared.completeTask: the output is stored, before the task is published
+    /// complete.
+    task_before_complete,
+    /// std_io/State.offload: the call was handed to the blocking pool, before the fiber waits.
+    offload_before_wait,
+    /// blocking/BlockingPool: a thread took a function, before it runs it.
+    blocking_before_run,
+    /// Runtime.deinit: between two steps of the shutdown.
+    shutdown_step,
 };
 
 const point_count = @typeInfo(Point).@"enum".fields.len;
+
+comptime {
+    std.debug.assert(point_count <= explore.points_max);
+}
 
 // -- this thread, once ----------------------------------------------------------------------
 
@@ -106,6 +141,7 @@ threadlocal var armed: ?Hook = null;
 /// once, if it is armed for `point`.
 pub inline fn reached(point: Point) void {
     if (!builtin.is_test) return;
+    explore.at(@intFromEnum(point));
     fire(point);
 }
 
@@ -152,6 +188,7 @@ var any_thread: if (builtin.is_test) [point_count]std.atomic.Value(?*const fn (s
 pub inline fn reachedBy(point: Point, subject: anytype) void {
     if (!builtin.is_test) return;
     comptime std.debug.assert(@typeInfo(@TypeOf(subject)) == .pointer);
+    explore.at(@intFromEnum(point));
     if (any_thread[@intFromEnum(point)].load(.acquire)) |run| run(@ptrCast(@constCast(subject)));
 }
 

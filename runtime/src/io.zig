@@ -11,4 +11,5 @@ pub const Registration = @import("io/Registration.zig");
 
 test {
     std.testing.refAllDecls(@This());
+    _ = @import("io/epoll_fallback_tests.zig");
 }

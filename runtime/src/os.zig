@@ -162,8 +162,10 @@ pub fn epollWait(epoll_fd: fd_t, events: []epoll_event, timeout_ms: i32) usize {
 /// `epoll_pwait2` (Linux 5.11): `epollWait` with a nanosecond timeout (null: no limit), so a
 /// timer deadline is not rounded up to the next whole millisecond of `epoll_wait`'s timeout
 /// (which woke the driver owner up to 1 ms after a tick's deadline). Same return and errno
-/// rules as `epollWait`. On a kernel without it (`ENOSYS`, remembered process-wide) it falls
-/// back to `epollWait` with the timeout rounded up to milliseconds (never early).
+/// rules as `epollWait`. On a kernel without it (`ENOSYS`), or where a seccomp profile written
+/// before Linux 5.11 refuses it (`EPERM`: container runtimes answer unknown calls so), it
+/// falls back for good (remembered process-wide) to `epollWait` with the timeout rounded up to
+/// milliseconds (never early).
 pub fn epollWaitNs(epoll_fd: fd_t, events: []epoll_event, timeout_ns: ?u64) usize {
     assert(events.len > 0);
     // Monotonic: a plain flag; a racing reader at worst tries the missing call once more.
@@ -175,7 +177,7 @@ pub fn epollWaitNs(epoll_fd: fd_t, events: []epoll_event, timeout_ns: ?u64) usiz
         switch (linux.errno(rc)) {
             .SUCCESS => return rc,
             .INTR => return 0,
-            .NOSYS => epoll_pwait2_missing.store(true, .monotonic),
+            .NOSYS, .PERM => epoll_pwait2_missing.store(true, .monotonic),
             else => |err| unexpected("epoll_pwait2", err),
         }
     }
@@ -187,6 +189,17 @@ pub fn epollWaitNs(epoll_fd: fd_t, events: []epoll_event, timeout_ns: ?u64) usiz
 }
 
 var epoll_pwait2_missing: std.atomic.Value(bool) = .init(false);
+
+/// Whether `epollWaitNs` fell back to `epoll_wait` (tests).
+pub fn epollPwait2Missing() bool {
+    return epoll_pwait2_missing.load(.monotonic);
+}
+
+/// Tests: forget a fallback (one test refuses the call on a thread of its own).
+pub fn resetEpollPwait2Missing() void {
+    comptime assert(builtin.is_test);
+    epoll_pwait2_missing.store(false, .monotonic);
+}
 
 pub const EventFdError = error{
     SystemResources,

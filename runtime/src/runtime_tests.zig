@@ -26,6 +26,9 @@ const os = @import("os.zig");
 
 test {
     _ = @import("context.zig");
+    _ = @import("hook.zig");
+    _ = @import("explore.zig");
+    _ = @import("scheduler/explore_tests.zig");
     _ = @import("shutdown_tests.zig");
     _ = @import("scheduler/Scheduler.zig");
     _ = @import("scheduler/Shared.zig");

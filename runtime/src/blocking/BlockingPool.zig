@@ -21,6 +21,8 @@ const assert = std.debug.assert;
 const Allocator = std.mem.Allocator;
 const Header = @import("../task/Header.zig");
 const context = @import("../context.zig");
+const hook = @import("../hook.zig");
+const explore = @import("../explore.zig");
 const budget = @import("../budget.zig");
 const Shared = @import("../scheduler/Shared.zig");
 const Lock = @import("../Lock.zig");
@@ -145,6 +147,7 @@ fn popLocked(self: *BlockingPool) ?*Header {
 }
 
 fn threadMain(self: *BlockingPool, slot_index: usize) void {
+    explore.enterThread(explore.lane_blocking);
     const saved = context.enter(self.shared.handles());
     defer saved.restore();
     const scope = budget.Scope.begin(null);
@@ -177,8 +180,12 @@ fn threadMain(self: *BlockingPool, slot_index: usize) void {
 
 /// Runs one blocking task to completion on the calling (pool) thread.
 fn runTask(self: *BlockingPool, task: *Header) void {
+    hook.reached(.blocking_before_run);
     switch (task.transitionToRunning()) {
-        .cancel => task.vtable.cancel(task),
+        .cancel => {
+            const done = task.vtable.cancel(task);
+            assert(done); // Off a worker a cancellation always finishes.
+        },
         .poll => {
             const done = task.vtable.poll(task);
             assert(done); // Blocking tasks are function calls: always ready.

@@ -89,10 +89,18 @@
 //!
 //! ## Killing
 //!
-//! A fiber that will never be resumed (runtime shutdown, `JoinHandle.abort`) is *killed*: the
+//! A fiber that will never be resumed (`JoinHandle.abort`, and runtime shutdown once its grace
+//! period is over: runtime/docs/fibers.md, "Cancellation and shutdown") is *killed*: the
 //! future it is suspended on is cancelled (which unlinks every registration that points into
 //! its stack) and the stack is released without running the rest of the fiber's code —
 //! exactly what cancelling a state-machine future does. Its `defer`s do not run.
+//!
+//! One wait cannot be cancelled at once: a call offloaded to the blocking pool, which may still
+//! read or write the fiber's memory (a buffer, a path on its stack). Its future says so
+//! (`cancelWouldBlock`); a worker never blocks on it — `kill(false)` refuses, the task goes
+//! idle with its cancellation still requested, and the call's completion (which wakes the
+//! fiber's task, as any completion of a wait does) brings it back to be killed. Off a worker
+//! (the shutdown's thread) `kill(true)` waits for the call.
 
 const std = @import("std");
 const assert = std.debug.assert;
@@ -134,6 +142,12 @@ protection: Protection = .unblocked,
 /// the flag outlives every cancellation point of the fiber (a group's state outlives its
 /// running members).
 cancel_flag: ?*const std.atomic.Value(bool) = null,
+/// The runtime's shutdown flag (`Fibers.shutting_down`), read like `cancel_flag`: a set flag
+/// becomes this fiber's own request, once (the field is cleared). So a fiber that is queued or
+/// running when `Runtime.deinit` asks every fiber to cancel sees it at its next cancellation
+/// point; suspended ones are asked and woken by the shutdown's walk. Only the fiber reads and
+/// writes the field; the flag outlives every fiber.
+shutdown_flag: ?*const std.atomic.Value(bool) = null,
 tsan_fiber: arch.TsanFiber = arch.tsan_none,
 tsan_caller: arch.TsanFiber = arch.tsan_none,
 /// The scheduler's direct hand-off (see "Direct hand-off"); null: always switch back to the
@@ -155,6 +169,9 @@ pub const Handoff = struct {
 const Wait = struct {
     future: *anyopaque,
     cancel: *const fn (future: *anyopaque) void,
+    /// Whether `cancel` would block the calling thread now (the future's `cancelWouldBlock`:
+    /// an offloaded call still running on the blocking pool); null: it never does.
+    would_block: ?*const fn (future: *anyopaque) bool,
 };
 
 /// The fiber running on this thread. Read it before suspending and keep the pointer
@@ -179,10 +196,11 @@ pub fn initInPlace(self: *Fiber, body: *const fn (fiber: *Fiber) void) void {
     self.cancel_status = .init(.none);
     self.protection = .unblocked;
     self.cancel_flag = null;
+    self.shutdown_flag = null;
     self.tsan_fiber = arch.tsan_none;
     self.tsan_caller = arch.tsan_none;
     self.handoff = null;
-    comptime assert(@typeInfo(Fiber).@"struct".fields.len == 13); // Every field set above.
+    comptime assert(@typeInfo(Fiber).@"struct".fields.len == 14); // Every field set above.
 }
 
 /// Gives a fresh fiber the stack it will run on (before its first `resumeOnce`).
@@ -287,14 +305,23 @@ pub fn retire(self: *Fiber) void {
 }
 
 /// Kills a suspended (or never started) fiber: cancels the future it waits on; it will never
-/// run again. The caller holds the task's `running` (no thread runs the fiber).
-pub fn kill(self: *Fiber) void {
+/// run again. The caller holds the task's `running` (no thread runs the fiber). True when it is
+/// dead. False — nothing changed — when `may_block` is false and cancelling the wait would
+/// block (a blocking-pool call that still uses the fiber's memory): the caller, a worker,
+/// tries again when the wait's waker (the fiber task's own) has woken the task.
+pub fn kill(self: *Fiber, may_block: bool) bool {
     assert(self.status == .fresh or self.status == .suspended);
+    if (self.waiting) |wait| {
+        if (wait.would_block) |wouldBlock| {
+            if (!may_block and wouldBlock(wait.future)) return false;
+        }
+    }
     // Finished first: a wait's `cancel` can tell a kill (nothing will resume the fiber) from a
     // cancellation its fiber will see (std_io/batch.zig).
     self.status = .finished;
     if (self.waiting) |wait| wait.cancel(wait.future);
     self.waiting = null;
+    return true;
 }
 
 // -- the fiber's side --------------------------------------------------------------------------
@@ -402,6 +429,7 @@ inline fn readyOnResume(comptime F: type, f: *F) ?future.OutputOf(F) {
 pub fn awaitCancelable(self: *Fiber, f: anytype) std.Io.Cancelable!future.OutputOf(@typeInfo(@TypeOf(f)).pointer.child) {
     const F = @typeInfo(@TypeOf(f)).pointer.child;
     while (true) {
+        hook.reached(.fiber_cancel_point);
         if (self.takeCancel()) {
             future.cancel(f);
             return error.Canceled;
@@ -417,7 +445,7 @@ pub fn awaitCancelable(self: *Fiber, f: anytype) std.Io.Cancelable!future.Output
 }
 
 fn park(self: *Fiber, comptime F: type, f: *F) void {
-    self.waiting = .{ .future = f, .cancel = cancelErased(F) };
+    self.waiting = .{ .future = f, .cancel = cancelErased(F), .would_block = wouldBlockErased(F) };
     // A wake or a cancel request from here until the switch completes finds the task
     // `running` and sets `notified`: the worker re-queues it once the fiber is off the stack.
     hook.reachedBy(.fiber_before_suspend, self);
@@ -429,6 +457,15 @@ fn park(self: *Fiber, comptime F: type, f: *F) void {
 /// thread that runs it: never inline a poll into a function that suspends.
 noinline fn pollOnce(comptime F: type, f: *F, cx: *future.Context) future.Poll(F.Output) {
     return f.poll(cx);
+}
+
+fn wouldBlockErased(comptime F: type) ?*const fn (*anyopaque) bool {
+    if (comptime !@hasDecl(F, "cancelWouldBlock")) return null;
+    return struct {
+        fn wouldBlock(erased: *anyopaque) bool {
+            return @as(*F, @ptrCast(@alignCast(erased))).cancelWouldBlock();
+        }
+    }.wouldBlock;
 }
 
 fn cancelErased(comptime F: type) *const fn (*anyopaque) void {
@@ -453,13 +490,7 @@ pub fn requestCancel(self: *Fiber) bool {
 /// The fiber, at a cancellation point: true (and acknowledged) if a request is pending and
 /// cancellation is not blocked.
 pub fn takeCancel(self: *Fiber) bool {
-    if (self.cancel_flag) |flag| {
-        // Acquire: pairs with the canceller's release store of the flag.
-        if (flag.load(.acquire)) {
-            self.cancel_flag = null;
-            _ = self.requestCancel(); // Absorbed if a walk asked already.
-        }
-    }
+    _ = self.readCancelFlags();
     if (self.protection == .blocked) return false;
     if (self.cancel_status.load(.monotonic) != .requested) return false;
     // Only this fiber moves requested -> acknowledged; requesters only move none -> requested,
@@ -467,6 +498,23 @@ pub fn takeCancel(self: *Fiber) bool {
     const previous = self.cancel_status.swap(.acknowledged, .acquire);
     assert(previous == .requested);
     return true;
+}
+
+/// The fiber: turns a set `cancel_flag` or `shutdown_flag` into its own request, once each.
+/// True if this call made the request (none was pending or delivered: a walk that asked
+/// already also woke the fiber).
+pub fn readCancelFlags(self: *Fiber) bool {
+    var requested = false;
+    inline for (.{ "cancel_flag", "shutdown_flag" }) |name| {
+        if (@field(self, name)) |flag| {
+            // Acquire: pairs with the canceller's release store of the flag.
+            if (flag.load(.acquire)) {
+                @field(self, name) = null;
+                if (self.requestCancel()) requested = true;
+            }
+        }
+    }
+    return requested;
 }
 
 /// The fiber: re-arms a request it acknowledged (std.Io `recancel`).

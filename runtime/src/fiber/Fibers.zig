@@ -13,6 +13,9 @@ const Fibers = @This();
 
 stacks: Stack.Pool,
 alt_stacks: overflow.AltStacks,
+/// Set by `Runtime.deinit` when it asks every fiber to cancel (release; every fiber's
+/// `Fiber.shutdown_flag` points here and is read with acquire at its cancellation points).
+shutting_down: std.atomic.Value(bool) = .init(false),
 
 pub const Config = struct {
     stack_bytes: usize,

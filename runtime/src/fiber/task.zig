@@ -34,7 +34,7 @@
 //! | Header.VTable | what a fiber task does |
 //! |---|---|
 //! | `poll` | resumes the fiber (`Fiber.resumeOnce`); ready once the start function returned |
-//! | `cancel` | kills the fiber (`Fiber.kill`: its current wait is cancelled, its stack released, its remaining code never runs); the output is `error.Cancelled` |
+//! | `cancel` | kills the fiber (`Fiber.kill`: its current wait is cancelled, its stack released, its remaining code never runs); the output is `error.Cancelled`. On a worker, a kill that would block (the fiber waits for a blocking-pool call) is put off: false, and the call's completion wakes the task to be killed then |
 //! | `take_output` | typed tasks (`spawn`): moves the result out as `JoinOutput(T)` |
 //! | `dealloc` | frees the allocation |
 //!
@@ -161,6 +161,7 @@ pub const Task = struct {
         self.header = Header.init(vtable, scheduler, id);
         self.header.block_home = home;
         self.fiber.initInPlace(body);
+        self.fiber.shutdown_flag = &fibers.shutting_down;
         self.allocator = allocator;
         self.fibers = fibers;
         self.start = start;
@@ -212,20 +213,20 @@ pub const Task = struct {
     }
 
     /// "Owned lazily": a suspending fiber on `worker` (its task `running` there) is linked into
-    /// the owned list unless it already is. Then, for a group member, the group's cancel flag
-    /// is read again: a cancel stores its flag, then walks every shard under its lock; this
-    /// links under the shard's lock, then reads the flag. If the walk locked the shard after
-    /// the link, it found the task; if before, its unlock came before this lock, so this read
-    /// sees the flag, and the fiber asks its own cancel (the task is `running`: the claim only
-    /// marks it notified, and the worker re-queues it after the post-poll transition).
+    /// the owned list unless it already is. Then its cancel flags (a group member's group's,
+    /// and the runtime's shutdown flag) are read again: a cancel stores its flag, then walks
+    /// every shard under its lock (`cancelListed`); this links under the shard's lock, then
+    /// reads the flag. If the walk locked the shard after the link, it found the task; if
+    /// before, its unlock came before this lock, so this read sees the flag, and the fiber asks
+    /// its own cancel (the task is `running`: the claim only marks it notified, and the worker
+    /// re-queues it after the post-poll transition).
     fn linkSuspended(self: *Task, worker: *Worker) void {
         assert(self.fiber.status == .suspended);
         if (self.header.in_owned.load(.monotonic)) return;
         hook.reachedBy(.fiber_before_link, &self.fiber);
         worker.linkOwned(&self.header);
-        const flag = self.fiber.cancel_flag orelse return;
-        if (!flag.load(.acquire)) return;
-        if (self.fiber.requestCancel()) assert(!self.header.claimWake());
+        // The group's and the runtime's shutdown flags alike (`cancelListed`).
+        if (self.fiber.readCancelFlags()) assert(!self.header.claimWake());
     }
 
     pub fn fromHeader(header: *Header) *Task {
@@ -355,11 +356,14 @@ pub const Task = struct {
         fromHeader(header).releaseStack();
     }
 
-    pub fn cancel(header: *Header) void {
+    /// Kills the fiber; false when that would block this thread, a worker (see
+    /// `Fiber.kill`): the task goes idle until its wait wakes it.
+    pub fn cancel(header: *Header) bool {
         const self = fromHeader(header);
-        self.fiber.kill();
+        if (!self.fiber.kill(Worker.current() == null)) return false;
         self.killed = true;
         self.releaseStack();
+        return true;
     }
 
     pub fn dealloc(header: *Header) void {
@@ -466,6 +470,53 @@ test "copyBytes copies every length exactly, up to the bytes around it" {
     }
 }
 
+/// Asks every fiber task in `shared`'s owned list for which `matches(context, task)` holds to
+/// cancel (std.Io's request: `error.Canceled` at its next cancellation point) and wakes the
+/// suspended ones. The caller stored the flag the fibers read (`Fiber.cancel_flag` or
+/// `shutdown_flag`) before it calls this: a fiber that is not listed yet reads it itself
+/// (see `linkSuspended` for one that links during the walk).
+///
+/// The wakes: a task is claimed (`Header.claimWake`: a queue reference taken) under the shard
+/// lock, linked through `cancel_next`, and submitted after the walk (no scheduler code under
+/// the lock). Only the walk that moved a fiber's request from none to requested claims it, so
+/// a task is on one such list at a time. A fiber already asked (or one that acknowledged an
+/// earlier request and was not re-armed) is left as it is; a finished fiber still listed
+/// never reads the request, and a complete task ignores the wake.
+pub fn cancelListed(shared: *Shared, context: anytype, comptime matches: fn (@TypeOf(context), *Task) bool) void {
+    const Walk = struct {
+        context: @TypeOf(context),
+        claimed: ?*Task = null,
+
+        pub fn visit(walk: *@This(), header: *Header) void {
+            if (header.vtable.poll != &Task.poll) return; // Not a fiber task.
+            const task = Task.fromHeader(header);
+            if (!matches(walk.context, task)) return;
+            if (!task.fiber.requestCancel()) return; // Asked already.
+            if (!header.claimWake()) return; // Running (it will see the request) or done.
+            task.cancel_next = walk.claimed;
+            walk.claimed = task;
+        }
+    };
+    var walk = Walk{ .context = context };
+    shared.owned.forEach(&walk);
+    while (walk.claimed) |task| {
+        walk.claimed = task.cancel_next;
+        task.cancel_next = null;
+        task.header.submitClaimed();
+    }
+}
+
+/// Shutdown's first step (`Runtime.deinit`): every fiber of the runtime is asked to cancel —
+/// the flag first, for the fibers that are not listed, then the walk.
+pub fn cancelAll(shared: *Shared, fibers: *Fibers) void {
+    fibers.shutting_down.store(true, .release);
+    cancelListed(shared, {}, anyFiber);
+}
+
+fn anyFiber(_: void, _: *Task) bool {
+    return true;
+}
+
 /// Links a freshly created task into the runtime's owned list and queues it (as
 /// `Runtime.spawn` does for a state-machine task). On `Shutdown` the task is freed.
 pub fn submitNew(shared: *Shared, task: *Task) error{Shutdown}!void {
@@ -490,7 +541,8 @@ pub fn schedule(shared: *Shared, task: *Task) void {
 
 /// Frees a task that was created but never submitted.
 pub fn destroyUnstarted(task: *Task) void {
-    task.fiber.kill();
+    const dead = task.fiber.kill(true); // Never started: it waits on nothing.
+    assert(dead);
     task.killed = true;
     task.on_done = null; // It never joined anything.
     task.releaseStack();

@@ -89,6 +89,7 @@ const Allocator = std.mem.Allocator;
 
 const Options = @import("../Options.zig");
 const context = @import("../context.zig");
+const hook = @import("../hook.zig");
 const Header = @import("../task/Header.zig");
 const Parker = @import("../Parker.zig");
 const Driver = @import("../time/Driver.zig");
@@ -164,6 +165,12 @@ pub const watch_bound_ns: u64 = 1 * std.time.ns_per_ms;
 /// few milliseconds (a 1 ms timer, under ThreadSanitizer too) keeps it.
 pub const watch_quiet_max: u32 = 8;
 
+/// `Shared.external_waits`: a count on a line of its own (written by threads outside the
+/// runtime, at each blocking wait).
+pub const ExternalWaits = struct {
+    count: std.atomic.Value(u32) align(std.atomic.cache_line) = .init(0),
+};
+
 /// The drivers' watcher (see "Liveness"). Its own line: every leaving owner writes `leaves`.
 pub const DriverWatch = struct {
     pub const none = std.math.maxInt(u32);
@@ -191,6 +198,14 @@ driver_watch: DriverWatch = .{},
 /// Events on threads that are not this runtime's workers (see `Metrics`: the only counter set
 /// written with read-modify-writes, by any thread).
 external_metrics: Metrics.Counters = .{},
+/// Threads that are not workers inside `Runtime.blockOn` or an `ampere.Io` wait
+/// (`enterExternalWait`/`leaveExternalWait`). Such a thread may be woken by the shutdown itself
+/// (the future it awaits completes there) and still be on its way out through this runtime's
+/// parkers and counters: `Runtime.deinit` waits for the count to reach 0 before it frees them.
+/// Incremented monotonic (a wait that starts after `deinit` began is a use after free
+/// regardless); decremented with release as the waiting thread's last access to the runtime,
+/// read by `deinit` with acquire.
+external_waits: ExternalWaits = .{},
 /// Set once by shutdown (release); workers poll it (acquire) between tasks.
 shutting_down: std.atomic.Value(bool) = .init(false),
 /// The owning `Runtime`, type-erased, for the thread-local context of its threads.
@@ -265,6 +280,17 @@ pub fn nextTaskId(self: *Shared) u64 {
     const id = self.next_task_id.next.fetchAdd(1, .monotonic);
     assert(id > 0); // No wrap-around in 2^64 spawns.
     return id;
+}
+
+/// A thread that is not a worker starts a blocking wait on this runtime (see `external_waits`).
+pub fn enterExternalWait(self: *Shared) void {
+    _ = self.external_waits.count.fetchAdd(1, .monotonic);
+}
+
+/// The end of that wait: the thread's last access to the runtime's memory.
+pub fn leaveExternalWait(self: *Shared) void {
+    const before = self.external_waits.count.fetchSub(1, .release);
+    assert(before > 0);
 }
 
 /// The recorder for events on a thread that is not one of this runtime's workers.
@@ -450,6 +476,7 @@ pub fn finishTask(self: *Shared, task: *Header) void {
 /// `refDec(2)` — a fiber that completes on its own stack keeps its memory until it is off it
 /// (`Worker.takeHandoff`).
 pub fn completeTask(self: *Shared, task: *Header) void {
+    hook.reached(.task_before_complete);
     const before = task.transitionToComplete();
     assert(before & Header.running != 0);
     assert(Header.refCount(before) >= 2); // The poller's and the owned list's, dropped later.
@@ -461,7 +488,10 @@ pub fn cancelQueuedTask(self: *Shared, task: *Header) void {
     assert(task.load() & Header.scheduled != 0);
     assert(self.isShuttingDown());
     switch (task.transitionToRunning()) {
-        .cancel, .poll => task.vtable.cancel(task),
+        .cancel, .poll => {
+            const done = task.vtable.cancel(task);
+            assert(done); // Off a worker a cancellation always finishes (it may block here).
+        },
     }
     self.finishTask(task);
 }
@@ -472,7 +502,8 @@ pub fn cancelQueuedTask(self: *Shared, task: *Header) void {
 pub fn cancelIdleTask(self: *Shared, task: *Header) bool {
     assert(self.isShuttingDown());
     if (!task.transitionIdleToRunning()) return false;
-    task.vtable.cancel(task);
+    const done = task.vtable.cancel(task);
+    assert(done); // Off a worker a cancellation always finishes.
     const before = task.transitionToComplete();
     assert(before & Header.running != 0);
     task.refDec(2); // The canceller's and the owned list's (already unlinked by popAny).
@@ -481,7 +512,7 @@ pub fn cancelIdleTask(self: *Shared, task: *Header) bool {
 
 test "fields written by every spawn, wake or park own their cache lines" {
     const line = std.atomic.cache_line;
-    const written = [_][]const u8{ "inject", "idle", "next_task_id", "driver", "watch", "driver_watch", "external_metrics" };
+    const written = [_][]const u8{ "inject", "idle", "next_task_id", "driver", "watch", "driver_watch", "external_metrics", "external_waits" };
     const Span = struct { first: usize, last: usize };
     const span = struct {
         fn of(comptime name: []const u8) Span {

@@ -136,6 +136,7 @@ const budget = @import("../budget.zig");
 const context = @import("../context.zig");
 const Shared = @import("Shared.zig");
 const hook = @import("../hook.zig");
+const explore = @import("../explore.zig");
 const Metrics = @import("Metrics.zig");
 const SpinPolicy = @import("SpinPolicy.zig");
 const HelpPolicy = @import("HelpPolicy.zig");
@@ -342,6 +343,7 @@ pub fn parker(self: *Worker) *Parker {
 /// The thread body: runs until the runtime shuts down.
 pub fn run(self: *Worker) void {
     assert(current_worker == null);
+    explore.enterThread(explore.workerLane(self.index));
     const saved = context.enter(self.shared.handles());
     defer saved.restore();
     current_worker = self;
@@ -547,14 +549,19 @@ fn finishPolled(self: *Worker, task: *Header) void {
 
 /// Counts a poll of `task` (queued, taken by this worker) and makes it `running`; true if it is
 /// to be polled, false if its cancellation was requested — then it is cancelled and finished
-/// here instead (by `pollTask` and by a direct hand-off alike).
+/// here instead (by `pollTask` and by a direct hand-off alike). A cancellation that cannot
+/// finish without blocking this thread (`Header.VTable.cancel` false) leaves the task as a
+/// pending poll would: idle, or queued again if it was woken meanwhile.
 fn beginPoll(self: *Worker, task: *Header) bool {
     self.metrics.bump(.polls);
     switch (task.transitionToRunning()) {
         .poll => return true,
         .cancel => {
-            task.vtable.cancel(task);
-            self.shared.finishTask(task);
+            if (task.vtable.cancel(task)) {
+                self.shared.finishTask(task);
+            } else {
+                self.afterPending(task);
+            }
             return false;
         },
     }

@@ -40,12 +40,23 @@
 //! took the one-pair ping-pong from 1,944 to 1,790 instructions per round trip (callgrind, 1
 //! worker; zio 1,717).
 //!
-//! `cancel` (a timeout, a cancellation request, a killed fiber) unlinks a waiter still
-//! linked, under the lock, so exactly one of the waker and the canceller unlinks it. A waker
-//! that woke a cancelled waiter has spent one of its `n` on it — futexes allow spurious
-//! wake-ups, and std.Io's primitives re-check their word — but a cancelled waiter that was
-//! woken does not leave the wake unaccounted: std's Condition, the one primitive that counts
-//! wake-ups, consumes its signal in the waiter after a cancelled wait too.
+//! `cancel` (a timeout, a cancellation request, a killed fiber, a `Select` loser) unlinks a
+//! waiter still linked, under the lock, so exactly one of the waker and the canceller unlinks
+//! it.
+//!
+//! ## Leaving after a wake
+//!
+//! A waiter can be chosen by a wake and then leave without acting on it: the wake came
+//! between the fiber's last look (`readyOnResume`) and its cancel's lock. A waker that chose it
+//! spent one of its `n` on it, and for `n = 1` — every std.Io Mutex unlock — that wake was the
+//! only one: std's `Mutex.lock` returns `error.Canceled` without looking at the word again, so
+//! the next waiter would sleep on an unlocked mutex (issue 41's lost wake-up). So a cancelled
+//! waiter that finds itself `woken` passes the wake on: `wake(ptr, 1)` after unlocking, as
+//! Tokio's `Notified` does when it is dropped after a `notify_one`. The extra wake is at worst
+//! spurious for its receiver (futex callers re-check their word; Condition counts its own
+//! signals and consumes one in a cancelled waiter too), and never lost. The seeded schedule
+//! explorer's `mutex_cancel` and `select_losers` scenarios (std_io/explore_tests.zig) found the
+//! lost wake in 18-61 seeds before this rule.
 
 const std = @import("std");
 const assert = std.debug.assert;
@@ -55,6 +66,7 @@ const Lock = @import("../Lock.zig");
 const intrusive_list = @import("../wait/intrusive_list.zig");
 const WakeList = @import("../wait/WakeList.zig");
 const Header = @import("../task/Header.zig");
+const hook = @import("../hook.zig");
 
 const Futex = @This();
 
@@ -142,6 +154,7 @@ pub const Wait = struct {
 
     fn register(self: *Wait, cx: *future.Context) future.Poll(void) {
         const bucket = self.futex.bucketOf(self.ptr);
+        hook.reachedBy(.futex_register_before_lock, self);
         bucket.lock.lock();
         defer bucket.lock.unlock();
         if (@atomicLoad(u32, self.ptr, .monotonic) != self.expected) {
@@ -186,7 +199,8 @@ pub const Wait = struct {
         return .pending;
     }
 
-    /// Unlinks the waiter if it is still linked. Idempotent.
+    /// Unlinks the waiter if it is still linked; a waiter that a wake chose already passes
+    /// that wake on (see "Leaving after a wake"). Idempotent.
     pub fn cancel(self: *Wait) void {
         if (self.state != .waiting) {
             self.state = .done;
@@ -194,16 +208,23 @@ pub const Wait = struct {
         }
         self.state = .done;
         const bucket = self.futex.bucketOf(self.ptr);
-        const dropped: Target = blk: {
+        hook.reachedBy(.futex_cancel_before_lock, self);
+        const dropped: ?Target = blk: {
             bucket.lock.lock();
             defer bucket.lock.unlock();
-            if (self.woken.load(.monotonic)) break :blk .none;
+            // Under the lock: the waker's unlink and its store are ordered before this load.
+            if (self.woken.load(.monotonic)) break :blk null;
             bucket.waiters.remove(&self.node);
             const target = self.target;
             self.target = .none;
             break :blk target;
         };
-        switch (dropped) {
+        const target = dropped orelse {
+            // Chosen by a wake this waiter will not act on: the next waiter gets it.
+            _ = self.futex.wake(self.ptr, 1);
+            return;
+        };
+        switch (target) {
             .waker => |waker| waker.drop(),
             .task, .none => {},
         }
@@ -232,6 +253,7 @@ pub fn initWait(self: *Futex, wait_out: *Wait, ptr: *const u32, expected: u32) v
 pub fn wake(self: *Futex, ptr: *const u32, max_waiters: u32) u32 {
     if (max_waiters == 1) return self.wakeOne(ptr);
     const bucket = self.bucketOf(ptr);
+    hook.reachedBy(.futex_wake_before_lock, self);
     var woken: u32 = 0;
     while (woken < max_waiters) {
         var batch = WakeList.init();
@@ -297,6 +319,7 @@ fn unlinkWoken(bucket: *Bucket, waiter: *Wait) Target {
 /// their loop. The same steps and orderings as `wake`.
 fn wakeOne(self: *Futex, ptr: *const u32) u32 {
     const bucket = self.bucketOf(ptr);
+    hook.reachedBy(.futex_wake_before_lock, self);
     var target: Target = .none;
     {
         bucket.lock.lock();
@@ -460,7 +483,7 @@ const SubmitProbe = struct {
 fn unusedPoll(_: *Header) bool {
     unreachable;
 }
-fn unusedCancel(_: *Header) void {
+fn unusedCancel(_: *Header) bool {
     unreachable;
 }
 fn unusedTakeOutput(_: *Header, _: *anyopaque) void {

@@ -26,6 +26,10 @@ const BlockingPool = @import("../blocking/BlockingPool.zig");
 const spawn_blocking = @import("../blocking/spawn.zig");
 const Sockets = @import("Sockets.zig");
 const Stderr = @import("Stderr.zig");
+const hook = @import("../hook.zig");
+const Worker = @import("../scheduler/Worker.zig");
+
+pub const wait_in_task_message = "ampere.Io: a waiting std.Io call from a state-machine task's poll would block its worker; call it from a fiber (Runtime.spawnFiber, io.concurrent) or a thread that is not a worker";
 
 const AmpereIo = @This();
 
@@ -38,7 +42,6 @@ pub const Parts = struct {
     blocking: *BlockingPool,
     vtable: *const std.Io.VTable,
 };
-
 
 allocator: Allocator,
 /// The runtime's scheduler state (its queues, timer and I/O drivers).
@@ -126,11 +129,17 @@ pub fn waitCancelable(self: *AmpereIo, f: anytype) std.Io.Cancelable!future.Outp
 
 /// Runs `f` to completion on the calling thread (which is not a worker: see "Who may call").
 pub fn blockThread(self: *AmpereIo, f: anytype) future.OutputOf(@TypeOf(f)) {
+    // A worker here is a state-machine task's poll (a fiber never gets here): blocking it
+    // would hang every task queued behind it — on one worker, the one that would wake it.
+    if (Worker.current() != null) @panic(wait_in_task_message);
     // `Runtime.blockOn` on the runtime's parts.
-    const saved = context.enter(self.shared.handles());
+    const shared = self.shared;
+    shared.enterExternalWait();
+    defer shared.leaveExternalWait(); // Last: `deinit` may free the runtime after it.
+    const saved = context.enter(shared.handles());
     defer saved.restore();
     var pinned = f;
-    return block_on.blockOnPool(self.parkers, &pinned, self.shared.options.spin_before_park_ns, self.shared.externalRecorder());
+    return block_on.blockOnPool(self.parkers, &pinned, shared.options.spin_before_park_ns, shared.externalRecorder());
 }
 
 /// `Runtime.spawnBlocking` on the runtime's parts.
@@ -189,6 +198,7 @@ pub fn offload(self: *AmpereIo, comptime name: []const u8, args: anytype) Return
     const handle = self.spawnBlocking(Job.run, .{ self, args }) catch
         return self.callThreaded(name, args);
     var wait = OffloadWait(R){ .handle = handle };
+    hook.reached(.offload_before_wait);
     const output = fiber.awaitFuture(&wait);
     if (@typeInfo(R) == .error_union) {
         return output catch |err| switch (err) {
@@ -201,7 +211,9 @@ pub fn offload(self: *AmpereIo, comptime name: []const u8, args: anytype) Return
 
 /// The wait for an offloaded call. Killed (runtime shutdown, abort) while the call runs, it
 /// waits for the call on the killing thread: the call may be reading or writing the fiber's
-/// memory (a buffer, a path on its stack), which must not be reused before it returns.
+/// memory (a buffer, a path on its stack), which must not be reused before it returns. A
+/// worker never waits so (`cancelWouldBlock`, fiber/Fiber.zig "Killing"): its kill is put off
+/// until the call's completion wakes the fiber's task.
 pub fn OffloadWait(comptime T: type) type {
     return struct {
         const Self = @This();
@@ -210,6 +222,11 @@ pub fn OffloadWait(comptime T: type) type {
 
         pub fn poll(self: *Self, cx: *future.Context) future.Poll(Output) {
             return self.handle.poll(cx);
+        }
+
+        /// The call still runs: `cancel` would wait for it.
+        pub fn cancelWouldBlock(self: *const Self) bool {
+            return !self.handle.isFinished();
         }
 
         pub fn cancel(self: *Self) void {

@@ -239,6 +239,18 @@ const FirstCompletion = struct {
         return .pending;
     }
 
+    /// A kill would wait for a pool operation still running (`killPending`).
+    pub fn cancelWouldBlock(wait: *const FirstCompletion) bool {
+        var index = wait.batch.pending.head;
+        while (index != .none) {
+            const i = index.toIndex();
+            index = wait.batch.storage[i].pending.node.next;
+            const slot = &wait.state.slots[i];
+            if (slot.kind == .pool and slot.pool.cancelWouldBlock()) return true;
+        }
+        return false;
+    }
+
     /// A canceled or timed-out wait is followed by `park`. A killed fiber's is not: end the
     /// operations here, on the killing thread.
     pub fn cancel(wait: *FirstCompletion) void {

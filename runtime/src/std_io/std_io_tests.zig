@@ -715,3 +715,15 @@ test "without a stack, concurrent reports ConcurrencyUnavailable, async runs inl
     try group.await(io);
     try testing.expectError(error.OutOfMemory, rt.spawnFiber(square, .{5}));
 }
+
+// -- misuse and shutdown limits, in a child process (sync/misuse_main.zig, ReleaseFast) --------
+
+const misuse = @import("../sync/misuse_tests.zig");
+
+test "a waiting std.Io call from a state-machine task's poll panics instead of blocking its worker" {
+    try misuse.expectPanic("io_wait_in_task", "a waiting std.Io call from a state-machine task's poll would block its worker");
+}
+
+test "a thread awaiting a future whose fiber deinit killed after the grace period panics: there is no result" {
+    try misuse.expectPanic("io_await_killed", "await of a future whose fiber Runtime.deinit killed");
+}

@@ -143,6 +143,7 @@ fn taskOf(any_future: *std.Io.AnyFuture) *Task {
 
 /// Asks `task`'s fiber to cancel and wakes it. The caller holds a reference to the task.
 pub fn requestCancel(task: *Task) void {
+    hook.reached(.request_cancel);
     if (task.fiber.requestCancel()) task.header.wakeByRef();
 }
 
@@ -163,7 +164,10 @@ fn waitCompletion(self: *AmpereIo, task: *Task) void {
 
 fn takeResult(task: *Task, result: []u8) void {
     assert(task.header.load() & Header.complete != 0);
-    assert(!task.killed); // A std.Io future is awaited, never aborted; shutdown never returns here.
+    // A std.Io future is never aborted; only a shutdown kills its fiber, after its grace
+    // period, and a fiber awaiting it is killed too. A thread that awaits it across
+    // `Runtime.deinit` has no result to take: the function never returned.
+    if (task.killed) @panic("ampere.Io: await of a future whose fiber Runtime.deinit killed (it did not return within Options.shutdown_grace_ns): there is no result");
     fiber_task.copyBytes(result.ptr, task.resultPtr()[0..result.len]);
     task.header.dropJoinHandle();
 }
@@ -387,38 +391,16 @@ const GroupIdle = struct {
 /// fiber spawned on a worker is linked when it first suspends, and reads the flag once more
 /// after that link (`linkSuspended` in fiber/task.zig has the argument for a walk that passed
 /// before it); one spawned from another thread was linked before it was published. A member
-/// that already left but is still listed is asked too: a finished fiber never reads the
-/// request, and a complete task ignores the wake.
-///
-/// The wakes: a task is claimed (`Header.claimWake`: a queue reference taken) under the shard
-/// lock, linked through `cancel_next`, and submitted after the walk (no scheduler code under
-/// the lock). Only the walk that moved a fiber's request from none to requested claims it, so
-/// a task is on one such list at a time.
+/// that already left but is still listed is asked too (`fiber_task.cancelListed`: the walk
+/// and its wakes).
 fn cancelMembers(self: *AmpereIo, state: *GroupState) void {
     state.canceled.store(true, .release);
-    var walk = CancelWalk{ .state = state };
-    self.shared.owned.forEach(&walk);
-    while (walk.claimed) |task| {
-        walk.claimed = task.cancel_next;
-        task.cancel_next = null;
-        task.header.submitClaimed();
-    }
+    fiber_task.cancelListed(self.shared, state, isMember);
 }
 
-const CancelWalk = struct {
-    state: *GroupState,
-    claimed: ?*Task = null,
-
-    pub fn visit(walk: *CancelWalk, header: *Header) void {
-        if (header.vtable != &Task.erased_vtable) return; // Not a std.Io fiber.
-        const task = Task.fromHeader(header);
-        if (task.user != @as(?*anyopaque, walk.state)) return;
-        if (!task.fiber.requestCancel()) return; // Asked already.
-        if (!header.claimWake()) return; // Running (it will see the request) or done.
-        task.cancel_next = walk.claimed;
-        walk.claimed = task;
-    }
-};
+fn isMember(state: *GroupState, task: *Task) bool {
+    return task.header.vtable == &Task.erased_vtable and task.user == @as(?*anyopaque, state);
+}
 
 /// For tests: a cancel's store and walk alone, without waiting for the members. A hook inside
 /// a spawn's window calls it there, where `group.cancel` would wait for a member that is not

@@ -56,6 +56,7 @@
 //! compare-and-swap and decrement), i.e. a std.Io `await` of a finished future.
 
 const std = @import("std");
+const hook = @import("../hook.zig");
 const assert = std.debug.assert;
 const Waker = @import("../Waker.zig");
 
@@ -93,8 +94,12 @@ pub const VTable = struct {
     /// returns true.
     poll: *const fn (task: *Header) bool,
     /// Cancels the future (the caller holds `running` or every thread is stopped) and stores
-    /// `error.Cancelled` as the output.
-    cancel: *const fn (task: *Header) void,
+    /// `error.Cancelled` as the output; true. False: the cancellation cannot finish without
+    /// blocking the calling thread, which is a worker (a fiber killed while the blocking pool
+    /// runs a call that uses its memory: fiber/task.zig, "Killing without blocking a worker").
+    /// Nothing was stored; the caller lets the task go idle, its `cancelled` bit still set, and
+    /// whatever it waits on wakes it to be cancelled again. Never false off a worker.
+    cancel: *const fn (task: *Header) bool,
     /// Moves the output into `out` (a `*JoinOutput(T)`); called once, after `complete`.
     take_output: *const fn (task: *Header, out: *anyopaque) void,
     /// Frees the allocation; called once, when the reference count reaches zero.
@@ -343,6 +348,7 @@ pub fn ofWaker(waker: *const Waker) ?*Header {
 
 /// JoinHandle::abort: request cancellation; an idle task is queued so a worker cancels it.
 pub fn abort(self: *Header) void {
+    hook.reached(.task_before_abort);
     var current = self.state.load(.acquire);
     while (true) {
         assert(current & join_interest != 0); // Only a JoinHandle aborts.

@@ -121,11 +121,12 @@ pub fn Cell(comptime F: type) type {
             }
         }
 
-        fn cancel(header: *Header) void {
+        fn cancel(header: *Header) bool {
             const self = from(header);
             assert(header.state.load(.monotonic) & Header.running != 0); // The caller holds it.
             future.cancel(self.runningFuture());
             self.stage = .{ .finished = error.Cancelled };
+            return true;
         }
 
         fn takeOutput(header: *Header, out: *anyopaque) void {

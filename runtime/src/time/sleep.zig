@@ -121,6 +121,13 @@ pub fn Timeout(comptime F: type) type {
             }
         }
 
+        /// The inner future's `cancelWouldBlock` (fiber/Fiber.zig, "Killing"); the timer never
+        /// blocks a cancel.
+        pub fn cancelWouldBlock(self: *const Self) bool {
+            if (comptime !@hasDecl(F, "cancelWouldBlock")) return false;
+            return self.inner.cancelWouldBlock();
+        }
+
         pub fn cancel(self: *Self) void {
             if (self.finished) return;
             self.finished = true;
