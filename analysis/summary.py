@@ -173,7 +173,9 @@ def _geomean_line(what: str, part: dict[str, Any], prefix: str, names: tuple[str
     lo, hi = part[f"{prefix}geomean_ratio_ci"]
     bn, cn = (schema.display_name(x) for x in names)
     better = "uses less CPU" if "cpu_" in prefix else "faster"
-    return f"  {what} {bn}/{cn}: {ratio:.3f}x [{lo:.3f}, {hi:.3f}] over {n} benchmarks (> 1: {cn} {better})"
+    rounds = part.get(f"{prefix}geomean_rounds") or 0
+    where = f", interval over {rounds} rounds" if rounds and math.isfinite(lo) else ""
+    return f"  {what} {bn}/{cn}: {ratio:.3f}x [{lo:.3f}, {hi:.3f}] over {n} benchmarks{where} (> 1: {cn} {better})"
 
 
 def _geomeans(part: dict[str, Any]) -> list[tuple[str, str]]:
