@@ -95,7 +95,10 @@ def with_ratios(table: pd.DataFrame) -> pd.DataFrame:
     parts = []
     for _, group in table.groupby(["benchmark", "connections"], sort=False):
         best = group.loc[group["rps"].idxmax()]
-        loses = (group["runtime"] != best["runtime"]) & (group["rps_high"] < best["rps_low"])
+        # an interval of one invocation (or with no spread) has no width: it separates nothing
+        real = (group["n_invocations"] >= 2) & (group["rps_low"] < group["rps_high"])
+        loses = (group["runtime"] != best["runtime"]) & (group["rps_high"] < best["rps_low"]) & real & bool(
+            real[group["runtime"] == best["runtime"]].all())
         clear = (group["runtime"] == best["runtime"]) & bool(loses.sum() == len(group) - 1) & (len(group) > 1)
         parts.append(group.assign(of_fastest=group["rps"] / best["rps"], fastest=best["runtime"], loses=loses,
                                   clear=clear))
@@ -177,15 +180,16 @@ def open_loop_sentences(table: pd.DataFrame, info: Mapping[str, Any]) -> list[st
            f"{_rate(float((record.get('capacity_rps') or {}).get(record.get('slowest'), math.nan)))} req/s)."]
     for percent, group in table.groupby("load_percent", sort=False):
         best = group.loc[group["p99_ns"].idxmin()]
+        real = bool(((group["n_invocations"] >= 2) & (group["p99_low"] < group["p99_high"])).all())
         behind = [schema.display_name(r.runtime) for r in group.itertuples()
-                  if r.runtime != best["runtime"] and r.p99_low > best["p99_high"]]
+                  if real and r.runtime != best["runtime"] and r.p99_low > best["p99_high"]]
         if behind and len(behind) == len(group) - 1:
             out.append(f"At {percent}%: {schema.display_name(best['runtime'])} has the lowest p99 "
                        f"({_ms(best['p99_ns'])}), its interval apart from every other runtime's.")
         else:
             apart = f"; clearly above it: {', '.join(behind)}" if behind else ""
-            out.append(f"At {percent}%: no runtime's p99 is established as the lowest (the intervals over "
-                       f"invocations overlap{apart}).")
+            why = "the intervals over invocations overlap" if real else "fewer than 2 invocations: no interval"
+            out.append(f"At {percent}%: no runtime's p99 is established as the lowest ({why}{apart}).")
     return out
 
 
