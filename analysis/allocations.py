@@ -7,8 +7,8 @@
   per-op means of different operations do not add up.
 - `io_wide(table)`: the page's view, one row per benchmark and worker count.
 - `peak_rss(info, suite)`: per runtime, the peak resident set of its processes of one suite
-  over the invocations (run.json `invocation_order[].peak_rss_bytes`: wait4's ru_maxrss of each
-  program process; the http servers' VmHWM): median and largest. Allocation counts miss what
+  over the invocations (run.json `invocation_order[].peak_rss_bytes`: VmHWM of each
+  program process, read while it runs; the http servers' at each invocation's end): median and largest. Allocation counts miss what
   does not go through the counted allocator — fiber stacks are mmap'ed, zio pools its own
   memory, thread stacks are invisible — and peak RSS sees it all.
 """

@@ -611,17 +611,22 @@ def run_invocation(inv: Invocation, timeout_s: float, out: TextIO | None = None,
         reader = threading.Thread(target=_pump, args=(proc.stderr, lines), daemon=True)
         reader.start()
         deadline = started + timeout_s
+        peak, started_output = 0, False
         try:
             while True:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise TimeoutError
+                if started_output:  # after the program's first line: exec is done, the address space its own
+                    peak = max(peak, vm_hwm_bytes(proc.pid) or 0)
                 try:
                     line = lines.get(timeout=min(remaining, 0.25))
                 except queue.Empty:
                     continue
                 if line is None:
                     break
+                started_output = True
+                peak = max(peak, vm_hwm_bytes(proc.pid) or 0)
                 stderr_log.write(line)
                 stderr_log.flush()
                 _show(inv, line, tail, out, err)
@@ -640,13 +645,28 @@ def run_invocation(inv: Invocation, timeout_s: float, out: TextIO | None = None,
     inv.elapsed_s = round(time.monotonic() - started, 3)
     if usage is not None:
         inv.load = machine_load.between(before, machine_load.snapshot(), usage.ru_utime + usage.ru_stime)
-        inv.peak_rss_bytes = int(usage.ru_maxrss) * 1024  # Linux reports kilobytes
+    # wait4's ru_maxrss would carry the forked orchestrator's resident set across exec; VmHWM is
+    # the program's own (its address space is new at exec), read at every stderr line and every
+    # 0.25 s from its first line on (a peak in the last moments before exit may be missed)
+    inv.peak_rss_bytes = peak or None
     if code != 0:
         errors = [t for t in tail if t.startswith("error:")]
         detail = (errors[-1] if errors else (tail[-1] if tail else "no message")).strip()
         how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
         raise StepFailed("invocation", f"{how}: {detail}", inv.runtime, inv.index,
                          bench_name(inv.running) if inv.running else None)
+
+
+def vm_hwm_bytes(pid: int) -> int | None:
+    """A live process's peak resident set (/proc/<pid>/status VmHWM), None when unreadable."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def wait_with_rusage(proc: subprocess.Popen, deadline: float) -> tuple[int, Any]:

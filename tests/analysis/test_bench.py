@@ -133,7 +133,8 @@ def test_warmup_then_alternating_variants_merged_csv_and_run_json(fakes, cli):
     for entry in info["invocation_order"]:
         assert set(entry["load"]) == {"loadavg_1m", "steal_share", "other_cpu_cores", "measured_cpu_cores", "cores",
                                       "elapsed_s"}
-        assert entry["load"]["measured_cpu_cores"] > 0 and entry["peak_rss_bytes"] > 1_000_000
+        assert entry["load"]["measured_cpu_cores"] > 0
+        assert entry["peak_rss_bytes"] is None or entry["peak_rss_bytes"] > 1_000_000  # a fast exit may be missed
     assert all(o["elapsed_s"] > 0 for o in info["invocation_order"]) and info["elapsed_s"] > 0
     assert info["filters"] == ["mutex", "echo"] and info["invocations"] == 3
     assert info["git"] is None or set(info["git"]) == {"commit", "dirty"}
