@@ -46,7 +46,7 @@ def test_bench_records_a_complete_quick_run(pipeline):
     assert {(o["runtime"], o["suite"]) for o in info["invocation_order"]} == {
         (rt, s) for rt in ("ampere", "tokio") for s in ("micro", "echo", "net", "io")}
     assert all(o["load"]["cores"] >= 1 for o in info["invocation_order"])
-    assert (run / "logs" / "ampere.warmup.stderr.txt").is_file()
+    assert all((run / "logs" / f"ampere.warmup.{s}.stderr.txt").is_file() for s in ("micro", "echo", "net", "io"))
     for runtime in ("ampere", "tokio"):
         with open(run / f"{runtime}.csv", newline="") as handle:
             rows = list(csv.DictReader(handle))
