@@ -8,6 +8,10 @@ What is in it (`RunComparisons`): the run's run.json, meta.json blocks, runtimes
 the machine table, and one `Comparison` per candidate: the primary candidate (e.g. `ampere`)
 first, then every other runtime of the run (e.g. `ampere.nospin`), each against the baseline.
 
+`peers`: ampere.io against each zio build (PEER_PAIRS, the io suite only), the verdicts per io
+cell that the io page and the index count (issue 43: a tally of cells comes from verdicts, not
+from point estimates against the band).
+
 When it is used: only when its key matches — the run's files (a hash of run.json, every CSV
 and meta.json), the analysis code the numbers come from (a hash of those source files and of
 the fairness table), baseline, candidates, tie band and confidence. Otherwise it is computed
@@ -26,7 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +39,13 @@ import pandas as pd
 
 from . import fairness, load, stats
 from .compare import Comparison, compare, diff_runs
+from .summary import summarize
 from .errors import AnalysisError
 from .files import write_text_atomic
 from .load import Run, machine_table
 
 FILE_NAME = "comparison.json"
-FORMAT = 1
+FORMAT = 2
 #: Folder (under the report dir) of the cached history diffs, and their format.
 HISTORY_DIR = "history"
 DIFF_FORMAT = 1
@@ -48,6 +53,9 @@ DIFF_FORMAT = 1
 SOURCES = ("stats", "ranks", "benchmarks", "diagnostics", "sanity", "summary", "compare", "schema", "load", "bench_csv", "span", "span_cpu",
            "fairness", "artefact", "modes")
 FRAMES = ("benchmarks", "runtimes", "invocations", "echo", "diagnostics", "modes")
+#: (baseline, candidate) pairs compared directly in the io suite when the run has both: Ampere's
+#: std.Io against each build of the peer zio, one build at a time (never the faster per cell).
+PEER_PAIRS: tuple[tuple[str, str], ...] = (("zio", "ampere.io"), ("zio.epoll", "ampere.io"))
 
 
 @dataclass
@@ -64,6 +72,8 @@ class RunComparisons:
     machine: pd.DataFrame
     baseline: str
     comparisons: dict[str, Comparison]
+    #: "baseline:candidate" -> that pair's comparison restricted to the io suite (PEER_PAIRS)
+    peers: dict[str, Comparison] = field(default_factory=dict)
 
     @property
     def primary(self) -> Comparison:
@@ -86,7 +96,31 @@ def compute(run: Run, baseline: str, candidate: str, tie_band: float, confidence
                    for name in candidates_of(run, baseline, candidate)}
     return RunComparisons(run_id=run.run_id, run_path=str(run.path), info=run.info, meta=run.meta,
                           runtimes=run.runtimes, variants=run.variants, schema_version=run.schema_version,
-                          machine=machine_table(run), baseline=baseline, comparisons=comparisons)
+                          machine=machine_table(run), baseline=baseline, comparisons=comparisons,
+                          peers=peer_comparisons(run, tie_band, confidence))
+
+
+def peer_key(baseline: str, candidate: str) -> str:
+    return f"{baseline}:{candidate}"
+
+
+def peer_comparisons(run: Run, tie_band: float, confidence: float) -> dict[str, Comparison]:
+    """Every PEER_PAIRS comparison the run has both sides of, on its io rows only."""
+    out = {}
+    for baseline, candidate in PEER_PAIRS:
+        if baseline in run.runtimes and candidate in run.runtimes:
+            cmp = compare(run, baseline, candidate, tie_band, confidence)
+            io = cmp.benchmarks["suite"] == "io"
+            # the same std.Io program on both sides: every io row is like for like (the fairness
+            # table's `no:` rows are about Tokio's twins)
+            cmp.benchmarks = cmp.benchmarks[io].reset_index(drop=True).assign(like_for_like=True, semantics_note="")
+            cmp.summary = summarize(cmp.benchmarks, (baseline, candidate), confidence, True, tie_band)
+            cmp.runtimes = cmp.runtimes[cmp.runtimes["suite"] == "io"].reset_index(drop=True)
+            cmp.invocations = cmp.invocations[cmp.invocations["suite"] == "io"].reset_index(drop=True)
+            cmp.modes = cmp.modes[cmp.modes["suite"] == "io"].reset_index(drop=True)
+            cmp.diagnostics = cmp.diagnostics.iloc[0:0]
+            out[peer_key(baseline, candidate)] = cmp
+    return out
 
 
 # -- the key --------------------------------------------------------------------------------
@@ -182,7 +216,8 @@ def to_json(result: RunComparisons, key: dict[str, Any]) -> str:
     doc = {"key": key, "run_id": result.run_id, "run_path": result.run_path, "info": result.info, "meta": result.meta,
            "runtimes": list(result.runtimes), "variants": result.variants, "schema_version": result.schema_version,
            "machine": frame_to_json(result.machine.reset_index()), "baseline": result.baseline,
-           "comparisons": [comparison_to_json(c) for c in result.comparisons.values()]}
+           "comparisons": [comparison_to_json(c) for c in result.comparisons.values()],
+           "peers": {k: comparison_to_json(c) for k, c in result.peers.items()}}
     return json.dumps(_plain_doc(doc), indent=1) + "\n"
 
 
@@ -200,7 +235,8 @@ def from_json(doc: dict[str, Any]) -> RunComparisons:
                           runtimes=tuple(doc["runtimes"]), variants=doc["variants"],
                           schema_version=doc["schema_version"],
                           machine=frame_from_json(doc["machine"]).set_index("field"), baseline=doc["baseline"],
-                          comparisons={c.candidate: c for c in comparisons})
+                          comparisons={c.candidate: c for c in comparisons},
+                          peers={k: comparison_from_json(c) for k, c in doc.get("peers", {}).items()})
 
 
 # -- cached -----------------------------------------------------------------------------------

@@ -78,7 +78,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import child, httpbench, schema
+from . import child, httpbench, machine_load, schema
 from .build import AMPERE_IO_ABSENT, AMPERE_IO_BUILT, BINARIES, IO_PROGRAMS, REPO_ROOT, RUNTIMES, build, io_absent
 from .compare import compare
 from .errors import AnalysisError, DataError, RunFailed
@@ -105,10 +105,17 @@ DEFAULT_VARIANTS: dict[str, tuple[str, ...]] = {"full": ("ampere", "ampere.nospi
 #: Added to the full profile's default for `--suite all` (make report), and the default of
 #: `--suite io`: Ampere's native API (ampere_bench's io rows), the std.Io implementations (absent
 #: ones are recorded, not run) and Tokio.
-IO_DEFAULT_VARIANTS: tuple[str, ...] = ("ampere", "ampere.io", "zig.threaded", "zio", "zio.epoll", "tokio")
+IO_DEFAULT_VARIANTS: tuple[str, ...] = ("ampere", "ampere.io", "zig.threaded", "zio", "zio.epoll", "tokio",
+                                         "tokio.joinset", "tokio.tracker")
 #: The programs with io rows: the io programs, ampere_bench (the rows its native API has,
 #: runtime/bench/io_native.zig) and tokio_bench.
 IO_CAPABLE: tuple[str, ...] = (*IO_PROGRAMS, "ampere", "tokio")
+#: Tokio variants whose settings change only the io twins (how they collect a group of tasks:
+#: variants.json `io_group`): they run the io suite only, like the io programs.
+IO_ONLY_VARIANTS: tuple[str, ...] = ("tokio.joinset", "tokio.tracker")
+#: The suites a program runs, each in a process of its own under `--suite all` (issue 43: no
+#: suite runs at the end of a process that ran the others; every side starts each suite fresh).
+PROGRAM_SUITES: tuple[str, ...] = ("micro", "echo", "net", "io")
 #: The io programs that record Ampere's runtime metrics (`--metrics`): the ampere.io build.
 IO_METRICS_PROGRAMS: frozenset[str] = frozenset({"ampere.io"})
 #: Worker counts of Tiers 3-4 when --workers is not given; the full profile adds the machine's
@@ -228,8 +235,14 @@ class BenchOptions:
         return out
 
     def suite_for(self, variant: str) -> str:
-        """`--suite` of a variant's program: the io programs run only the io suite."""
-        return "io" if variant in IO_PROGRAMS else self.suite
+        """`--suite` of a variant's program: the io programs (and the io-only Tokio variants) run
+        only the io suite."""
+        return "io" if variant in IO_PROGRAMS or variant in IO_ONLY_VARIANTS else self.suite
+
+    @property
+    def splits_suites(self) -> bool:
+        """Whether each suite runs as a process of its own (`--suite all`)."""
+        return self.suite == "all"
 
     @property
     def runs_programs(self) -> bool:
@@ -558,6 +571,12 @@ class Invocation:
     #: progress fields of the benchmark running now (last `# start` without its `# done`)
     running: dict[str, str] | None = None
     elapsed_s: float | None = None
+    #: the suite this process runs (`--suite` of its command)
+    suite: str = ""
+    #: the machine's load over it (machine_load.between), None where /proc cannot be read
+    load: dict[str, Any] | None = None
+    #: the process's peak resident set (wait4's ru_maxrss), bytes
+    peak_rss_bytes: int | None = None
 
     @property
     def tag(self) -> str:
@@ -579,6 +598,7 @@ def run_invocation(inv: Invocation, timeout_s: float, out: TextIO | None = None,
     err = err if err is not None else sys.stderr
     print(f"{inv.tag} {' '.join(inv.command)}", file=out, flush=True)
     tail: deque[str] = deque(maxlen=20)
+    before = machine_load.snapshot()
     started = time.monotonic()
     with open(inv.stdout_log, "w", encoding="utf-8") as stdout_log, \
             open(inv.stderr_log, "w", encoding="utf-8") as stderr_log:
@@ -591,21 +611,26 @@ def run_invocation(inv: Invocation, timeout_s: float, out: TextIO | None = None,
         reader = threading.Thread(target=_pump, args=(proc.stderr, lines), daemon=True)
         reader.start()
         deadline = started + timeout_s
+        peak, started_output = 0, False
         try:
             while True:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise TimeoutError
+                if started_output:  # after the program's first line: exec is done, the address space its own
+                    peak = max(peak, vm_hwm_bytes(proc.pid) or 0)
                 try:
                     line = lines.get(timeout=min(remaining, 0.25))
                 except queue.Empty:
                     continue
                 if line is None:
                     break
+                started_output = True
+                peak = max(peak, vm_hwm_bytes(proc.pid) or 0)
                 stderr_log.write(line)
                 stderr_log.flush()
                 _show(inv, line, tail, out, err)
-            code = proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            code, usage = wait_with_rusage(proc, deadline)
         except (TimeoutError, subprocess.TimeoutExpired):
             child.kill_group(proc)
             running = inv.running
@@ -618,12 +643,44 @@ def run_invocation(inv: Invocation, timeout_s: float, out: TextIO | None = None,
         finally:
             reader.join(timeout=5)
     inv.elapsed_s = round(time.monotonic() - started, 3)
+    if usage is not None:
+        inv.load = machine_load.between(before, machine_load.snapshot(), usage.ru_utime + usage.ru_stime)
+    # wait4's ru_maxrss would carry the forked orchestrator's resident set across exec; VmHWM is
+    # the program's own (its address space is new at exec), read at every stderr line and every
+    # 0.25 s from its first line on (a peak in the last moments before exit may be missed)
+    inv.peak_rss_bytes = peak or None
     if code != 0:
         errors = [t for t in tail if t.startswith("error:")]
         detail = (errors[-1] if errors else (tail[-1] if tail else "no message")).strip()
         how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
         raise StepFailed("invocation", f"{how}: {detail}", inv.runtime, inv.index,
                          bench_name(inv.running) if inv.running else None)
+
+
+def vm_hwm_bytes(pid: int) -> int | None:
+    """A live process's peak resident set (/proc/<pid>/status VmHWM), None when unreadable."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def wait_with_rusage(proc: subprocess.Popen, deadline: float) -> tuple[int, Any]:
+    """Reap the program with wait4 (its own CPU time and peak resident set, which Popen.wait
+    discards), polling until `deadline` (TimeoutError after it). Returns (exit code as Popen
+    gives it: negative for a signal, the rusage)."""
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid == proc.pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return proc.returncode, usage
+        if time.monotonic() >= deadline:
+            raise TimeoutError
+        time.sleep(0.005)
 
 
 def _show(inv: Invocation, line: str, tail: deque[str], out: TextIO, err: TextIO) -> None:
@@ -699,8 +756,8 @@ def _check_sweep(inv: Invocation, rows: Any, workers: tuple[int, ...]) -> None:
 
 
 def bench_command(options: BenchOptions, variant: str, index: int, csv: Path, meta: Path,
-                  metrics: Path | None = None) -> list[str]:
-    cmd = [str(options.binary_for(variant)), "--variant", variant, "--suite", options.suite_for(variant)]
+                  metrics: Path | None = None, suite: str | None = None) -> list[str]:
+    cmd = [str(options.binary_for(variant)), "--variant", variant, "--suite", suite or options.suite_for(variant)]
     if options.quick:
         cmd.append("--quick")
     for item in options.filters:
@@ -713,25 +770,65 @@ def bench_command(options: BenchOptions, variant: str, index: int, csv: Path, me
 
 
 def _invocation(options: BenchOptions, folder: Path, variant: str, index: int, warmup: bool,
-                metrics: bool = False) -> Invocation:
+                metrics: bool = False, suite: str | None = None) -> Invocation:
     staging, logs = folder / STAGING, folder / "logs"
+    suite = suite or options.suite_for(variant)
     stem = f"{variant}.warmup" if warmup else f"{variant}.{index}"
+    if options.splits_suites:
+        stem += f".{suite}"
     csv, meta = staging / f"{stem}.csv", staging / f"{stem}.meta.json"
     counts = staging / f"{stem}{METRICS_SUFFIX}" if metrics and not warmup else None
-    return Invocation(variant, index, bench_command(options, variant, index, csv, meta, counts), csv, meta,
-                      logs / f"{stem}.stdout.txt", logs / f"{stem}.stderr.txt", warmup=warmup, metrics=counts)
+    return Invocation(variant, index, bench_command(options, variant, index, csv, meta, counts, suite), csv, meta,
+                      logs / f"{stem}.stdout.txt", logs / f"{stem}.stderr.txt", warmup=warmup, metrics=counts,
+                      suite=suite)
 
 
-def plan(options: BenchOptions, folder: Path, metrics_variants: tuple[str, ...] = ()) -> list[Invocation]:
+def program_suites(options: BenchOptions, variant: str) -> tuple[str, ...]:
+    """The suites a variant's invocation runs, one process each: its `--suite` when it is one
+    suite; under `--suite all` the suites its program lists (`--list`, with the run's filters),
+    in PROGRAM_SUITES order (all of them when the program cannot list)."""
+    suite = options.suite_for(variant)
+    if suite != "all":
+        return (suite,)
+    cmd = [str(options.binary_for(variant)), "--variant", variant, "--suite", "all", "--list"]
+    cmd += ["--quick"] if options.quick else []
+    for item in options.filters:
+        cmd += ["--filter", item]
+    cmd += ["--workers", ",".join(map(str, options.worker_counts))]
+    for item in options.program_sets:
+        cmd += ["--set", item]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=60,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return PROGRAM_SUITES
+    if done.returncode != 0:
+        return PROGRAM_SUITES
+    listed = {line.split()[0] for line in done.stdout.splitlines() if line.split()}
+    return tuple(s for s in PROGRAM_SUITES if s in listed) or PROGRAM_SUITES
+
+
+def plan(options: BenchOptions, folder: Path, metrics_variants: tuple[str, ...] = (),
+         suites: dict[str, tuple[str, ...]] | None = None) -> list[Invocation]:
     """The measured invocations: for K in 0..n-1, every variant once, the order rotated by K
     (round 0: a b c, round 1: b c a, round 2: c a b), so that no runtime always runs first or
     always after the same neighbour (schema 3); the variants in `metrics_variants` (their
-    program takes --metrics) record runtime metrics."""
+    program takes --metrics) record runtime metrics. Under `--suite all` each suite is a process
+    of its own (`suites`: variant -> its suites, program_suites): round K runs each suite in
+    PROGRAM_SUITES order, every variant that has it once, rotated by K."""
     if not options.runs_programs:
         return []
-    return [_invocation(options, folder, v, k, warmup=False,
-                        metrics=v in metrics_variants and records_metrics(k, options.invocation_count))
-            for k in range(options.invocation_count) for v in rotated(options.variant_names, k)]
+    suites = suites or {v: (options.suite_for(v),) for v in options.variant_names}
+    order = [s for s in PROGRAM_SUITES if any(s in mine for mine in suites.values())]
+    order += [s for mine in suites.values() for s in mine if s not in order]
+    out = []
+    for k in range(options.invocation_count):
+        for suite in order:
+            names = tuple(v for v in options.variant_names if suite in suites.get(v, ()))
+            out += [_invocation(options, folder, v, k, warmup=False, suite=suite,
+                                metrics=v in metrics_variants and records_metrics(k, options.invocation_count))
+                    for v in rotated(names, k)]
+    return out
 
 
 def records_metrics(index: int, count: int) -> bool:
@@ -750,11 +847,14 @@ def rotated(names: tuple[str, ...], round_index: int) -> tuple[str, ...]:
     return names[shift:] + names[:shift]
 
 
-def plan_warmup(options: BenchOptions, folder: Path) -> list[Invocation]:
-    """The discarded warm-up: one invocation of every variant, in order (none with --no-warmup)."""
+def plan_warmup(options: BenchOptions, folder: Path, suites: dict[str, tuple[str, ...]] | None = None
+                ) -> list[Invocation]:
+    """The discarded warm-up: one invocation of every variant (each of its suites' processes),
+    in order (none with --no-warmup)."""
     if not options.warmup or not options.runs_programs:
         return []
-    return [_invocation(options, folder, v, 0, warmup=True) for v in options.variant_names]
+    suites = suites or {v: (options.suite_for(v),) for v in options.variant_names}
+    return [_invocation(options, folder, v, 0, warmup=True, suite=s) for v in options.variant_names for s in suites[v]]
 
 
 def finish(options: BenchOptions, folder: Path, invocations: list[Invocation],
@@ -945,7 +1045,8 @@ def run_bench(options: BenchOptions) -> Path:
     metrics_variants = tuple(v for v in options.variant_names
                              if (v not in IO_PROGRAMS or v in IO_METRICS_PROGRAMS)
                              and supports_metrics(options.binary_for(v)))
-    warmups, invocations = plan_warmup(options, folder), plan(options, folder, metrics_variants)
+    suites = {v: program_suites(options, v) for v in options.variant_names} if options.runs_programs else {}
+    warmups, invocations = plan_warmup(options, folder, suites), plan(options, folder, metrics_variants, suites)
     with child.interrupts_raise():
         try:
             _execute(options, state, warmups, invocations)
@@ -1074,10 +1175,12 @@ def run_info(options: BenchOptions, state: _Run, variants: dict[str, Variant], c
         "warmup": ({"what": WARMUP_NOTE, "discarded": True,
                     "invocations": [{"runtime": w.runtime, "elapsed_s": w.elapsed_s} for w in warmups]}
                    if warmups else None),
-        "invocation_order": [{"runtime": inv.runtime, "invocation": inv.index, "elapsed_s": inv.elapsed_s}
+        "invocation_order": [{"runtime": inv.runtime, "invocation": inv.index, "suite": inv.suite,
+                              "elapsed_s": inv.elapsed_s, "load": inv.load, "peak_rss_bytes": inv.peak_rss_bytes}
                              for inv in invocations],
+        "invocation_processes": "one per suite" if options.splits_suites else "one",
         "command_line": options.command_line,
-        "bench_commands": {inv.runtime: inv.command for inv in invocations if inv.index == 0},
+        "bench_commands": {inv.runtime: inv.command for inv in reversed(invocations) if inv.index == 0},
         "binaries": {name: {"path": str(binary), "sha256": sha256_of(binary)}
                      for name, binary in options.distinct_binaries().items()},
         "git": git_state(options.root), "hostname": socket.gethostname(), "timeout_s": options.timeout_s,

@@ -71,7 +71,9 @@ RUNTIME_COLUMNS = IDENT_COLUMNS + [
 SIDE_FIELDS = ["n", "n_invocations", "median_ns_per_op", "ci_low", "ci_high", "ci_widest", "rcv", "share_between",
                *P99_FIELDS,
                "cpu_ns_per_op", "cpu_ci_low", "cpu_ci_high", "cores_busy",
-               "bytes_per_op", "allocs_per_op", "alloc_varies"] + [f for f in ECHO_FIELDS if f != "p99_ns_ci_widest"]
+               "bytes_per_op", "allocs_per_op", "alloc_varies",
+               "round_logs", "cpu_round_logs", "within_log_se", "cpu_within_log_se",
+               ] + [f for f in ECHO_FIELDS if f != "p99_ns_ci_widest"]
 PAIR_COLUMNS = [
     "ratio", "ratio_ci_low", "ratio_ci_high", "log_ratio", "log_ratio_ci_low", "log_ratio_ci_high", "log_ratio_se",
     "ratio_method", "paired_rounds", "rounds_dropped", "unpaired_ratio", "unpaired_ratio_ci_low",
@@ -185,6 +187,10 @@ def describe_side(rows: pd.DataFrame, confidence: float) -> Side:
     }
     cpu = _describe_cpu(rows, confidence, record)
     cpu_rounds = _by_round(rows.assign(cpu_per_op=rows["cpu_ns"] / rows["ops"]), "cpu_per_op") if cpu else None
+    wall_rounds = _by_round(rows, "ns_per_op")
+    record.update(round_logs=round_logs(wall_rounds), cpu_round_logs=round_logs(cpu_rounds or {}),
+                  within_log_se=stats.within_log_se(sample),
+                  cpu_within_log_se=stats.within_log_se(list(cpu_rounds.values())) if cpu_rounds else math.nan)
     record.update(dict.fromkeys(ECHO_FIELDS, math.nan))
     avg = None
     if (rows["suite"] == "echo").all():
@@ -196,7 +202,19 @@ def describe_side(rows: pd.DataFrame, confidence: float) -> Side:
     record.update(multimodal_invocations=levels["invocations"].multimodal,
                   multimodal_iterations=levels["iterations"].multimodal,
                   step_shift=step.shift, step_pvalue=step.pvalue, step_change=step.flagged)
-    return Side(record, wall, cpu, avg, values, _by_round(rows, "ns_per_op"), cpu_rounds, levels)
+    return Side(record, wall, cpu, avg, values, wall_rounds, cpu_rounds, levels)
+
+
+def round_logs(rounds: dict[int, np.ndarray]) -> list[list[float]]:
+    """[[round, log of the round's median], ...] in round order (rounds whose median is not > 0
+    left out): what the summaries' geometric means are built over (stats.rounds_geometric_mean_ci;
+    a list of pairs so that the comparison file's JSON keeps it)."""
+    out = []
+    for k in sorted(rounds):
+        median = float(np.median(rounds[k])) if len(rounds[k]) else math.nan
+        if median > 0:
+            out.append([int(k), math.log(median)])
+    return out
 
 
 def describe_p99(values: np.ndarray, confidence: float) -> dict[str, Any]:

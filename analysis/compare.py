@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import fairness, schema, stats
+from . import fairness, machine_load, schema, stats
 from .benchmarks import MODE_COLUMNS, Settings, analyse
 from .span_cpu import add_span_cpu
 from .diagnostics import diagnose
@@ -127,7 +127,8 @@ def compare(run: Run | str = "latest", baseline: str = "tokio", candidate: str =
     return Comparison(run_id=run.run_id, baseline=baseline, candidate=candidate, tie_band=tie_band,
                       confidence=confidence, benchmarks=benchmarks, runtimes=runtimes, invocations=invocations,
                       echo=echo_table(benchmarks, runtimes), diagnostics=diagnostics,
-                      summary=summarize(benchmarks, names, confidence, compared, tie_band), compared=compared, modes=modes)
+                      summary=summarize(benchmarks, names, confidence, compared, tie_band), compared=compared, modes=modes,
+                      extra={"machine_load": [machine_load.run_sentence(run.info, run.run_id)]})
 
 
 def implied_workers(rows: pd.DataFrame, num_workers: int | None) -> pd.DataFrame:
@@ -170,8 +171,10 @@ def diff_runs(a: Run | str, b: Run | str, runtime: str = "ampere", tie_band: flo
     return Comparison(run_id=f"{run_a.run_id}..{run_b.run_id}", baseline="A", candidate="B", tie_band=tie_band,
                       confidence=confidence, benchmarks=benchmarks, runtimes=runtimes, invocations=invocations,
                       echo=echo_table(benchmarks, runtimes), diagnostics=diagnostics,
-                      summary=summarize(benchmarks, names, confidence, True, tie_band), compared=True,
-                      extra={"runtime": runtime, "run_a": run_a.run_id, "run_b": run_b.run_id}, modes=modes)
+                      summary=summarize(benchmarks, names, confidence, True, tie_band, paired=False), compared=True,
+                      extra={"runtime": runtime, "run_a": run_a.run_id, "run_b": run_b.run_id,
+                             "machine_load": [machine_load.run_sentence(r.info, r.run_id) for r in (run_a, run_b)]},
+                      modes=modes)
 
 
 def echo_table(benchmarks: pd.DataFrame, runtimes: pd.DataFrame) -> pd.DataFrame:

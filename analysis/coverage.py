@@ -26,8 +26,18 @@ Methods (`METHODS`; every interval on the log scale, at `confidence`)
 Every interval is checked against the value of the same estimand over all rounds of the run: the
 30-round ratio of geometric means for the t and bootstrap intervals, the 30-round median
 per-round ratio for the paired median. `geomean_coverage` does the same for the headline: the
-geometric mean of the rows' ratios with stats.geometric_mean_ci, the same rounds drawn for every
-row (a round of a run is one round of every benchmark).
+geometric mean of the rows' ratios, the same rounds drawn for every row (a round of a run is
+one round of every benchmark), with the aggregate methods (`AGGREGATE_METHODS`):
+- `rounds t` (the summaries' interval since issue 43, stats.rounds_geometric_mean_ci): per drawn
+  round the mean over the rows of the log ratio of the invocation medians, a t interval over the
+  rounds;
+- `rounds bootstrap`: percentile bootstrap (BOOTSTRAP_RESAMPLES) of the mean of those per-round
+  means, whole rounds resampled;
+- `independent paired t` (the summaries' interval before issue 43) and `independent paired
+  median`: stats.geometric_mean_ci of the rows' paired-t (or paired-median) log ratios and log
+  SEs, combined as if the rows' errors were independent.
+Their estimand: the mean over the rows of the whole run's mean per-round log ratio (for the
+independent paired median: of the median per-round log ratio).
 """
 
 from __future__ import annotations
@@ -40,6 +50,7 @@ import numpy as np
 from . import modes, stats
 
 METHODS = ("unpaired t", "paired t", "paired bootstrap", "paired median", "t unless multimodal")
+AGGREGATE_METHODS = ("rounds t", "rounds bootstrap", "independent paired t", "independent paired median")
 #: the comparison's default (benchmarks.chosen_ratio from benchmarks.MEDIAN_MIN_ROUNDS rounds)
 DEFAULT_METHOD = "paired median"
 #: the methods that need no further choice: each has one estimand
@@ -135,26 +146,60 @@ def resampled_coverage(base: Sequence[np.ndarray], cand: Sequence[np.ndarray], k
     return {m: hits[m] / draws for m in methods}
 
 
-def geomean_coverage(rows: Sequence[Rounds], k: int, replace: bool, draws: int, method: str = DEFAULT_METHOD,
+def aggregate_interval(method: str, rows: Sequence[Rounds], confidence: float,
+                       rng: np.random.Generator) -> tuple[float, float]:
+    """(log low, log high) of the geometric mean over `rows` (aligned rounds, the same rounds in
+    every row) by one of AGGREGATE_METHODS; NaN when it has no interval."""
+    if method == "rounds t":
+        within = [math.hypot(stats.within_log_se(b), stats.within_log_se(c)) for b, c in rows]
+        keyed = [stats.RowRounds(dict(enumerate(np.log([np.median(x) for x in b]))),
+                                 dict(enumerate(np.log([np.median(x) for x in c]))), w)
+                 for (b, c), w in zip(rows, within)]
+        gm = stats.rounds_geometric_mean_ci(keyed, confidence)
+        return (math.log(gm.low), math.log(gm.high)) if math.isfinite(gm.low) else (math.nan, math.nan)
+    if method == "rounds bootstrap":
+        g = np.mean([round_log_ratios(b, c) for b, c in rows], axis=0)
+        means = g[rng.integers(0, g.size, (BOOTSTRAP_RESAMPLES, g.size))].mean(axis=1)
+        tail = (1 - confidence) / 2
+        low, high = np.quantile(means, [tail, 1 - tail])
+        return float(low), float(high)
+    if method in ("independent paired t", "independent paired median"):
+        fn = stats.paired_median_ratio_ci if method.endswith("median") else stats.paired_ratio_ci
+        rcis = [paired_ratio(fn, b, c, confidence) for b, c in rows]
+        gm = stats.geometric_mean_ci([r.log_ratio for r in rcis], [r.log_se for r in rcis], confidence)
+        if gm.n != len(rows):
+            return math.nan, math.nan
+        return math.log(gm.low), math.log(gm.high)
+    raise ValueError(f"unknown aggregate method {method!r} (one of {', '.join(AGGREGATE_METHODS)})")
+
+
+def aggregate_truth(method: str, rows: Sequence[Rounds]) -> float:
+    """The whole run's value of an aggregate method's estimand (mean over the rows)."""
+    simple = "paired median" if method == "independent paired median" else "paired t"
+    return float(np.mean([estimand(simple, b, c) for b, c in rows]))
+
+
+def geomean_coverage(rows: Sequence[Rounds], k: int, replace: bool, draws: int, method: str = "rounds t",
                      seed: int = 0, confidence: float = stats.DEFAULT_CONFIDENCE) -> float:
-    """Share of `draws` sets of k rounds (the same rounds for every row) whose headline interval,
-    stats.geometric_mean_ci of the rows' `method` ratios and log SEs, contains the geometric mean
-    of the rows' whole-run values of that method's estimand."""
+    """Share of `draws` sets of k rounds (the same rounds for every row) whose headline interval
+    by `method` (AGGREGATE_METHODS; the old names "paired t" / "paired median" mean the
+    independent ones) contains the whole run's value of its estimand."""
+    method = {"paired t": "independent paired t", "paired median": "independent paired median"}.get(method, method)
+    if method not in AGGREGATE_METHODS:
+        raise ValueError(f"unknown aggregate method {method!r} (one of {', '.join(AGGREGATE_METHODS)})")
     sizes = {len(b) for b, _ in rows}
     if len(sizes) != 1:
         raise ValueError(f"rows differ in their number of rounds: {sorted(sizes)}")
     n = sizes.pop()
     if not replace and k > n:
         raise ValueError(f"cannot draw {k} of {n} rounds without replacement")
-    fn = stats.paired_median_ratio_ci if method == "paired median" else stats.paired_ratio_ci
-    truth = float(np.mean([estimand(method, b, c) for b, c in rows]))
+    truth = aggregate_truth(method, rows)
     rng = np.random.default_rng([seed, k, int(replace), 7])
     hits = 0
     for _ in range(draws):
         idx = rng.choice(n, k, replace=replace)
-        rcis = [paired_ratio(fn, [b[i] for i in idx], [c[i] for i in idx], confidence) for b, c in rows]
-        gm = stats.geometric_mean_ci([r.log_ratio for r in rcis], [r.log_se for r in rcis], confidence)
-        hits += gm.n == len(rows) and _covers(math.log(gm.low), math.log(gm.high), truth)
+        drawn = [([b[i] for i in idx], [c[i] for i in idx]) for b, c in rows]
+        hits += _covers(*aggregate_interval(method, drawn, confidence, rng), truth)
     return hits / draws
 
 

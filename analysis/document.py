@@ -137,7 +137,7 @@ def comparison_to_dict(comparison: Comparison) -> dict[str, Any]:
                                      "last one's end, gaps included; span files), null where not recorded",
         "benchmarks": entries, "summary": comparison.summary, "diagnostics": diags,
     }
-    for key in ("runtime", "run_a", "run_b"):
+    for key in ("runtime", "run_a", "run_b", "machine_load"):
         if key in comparison.extra:
             doc[key] = comparison.extra[key]
     return jsonable(doc)

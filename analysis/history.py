@@ -29,7 +29,7 @@ RATIO_COLUMNS = ["run_id", "run_label", "position", "suite", "tier", "benchmark"
                  "ratio", "ratio_ci_low", "ratio_ci_high", "verdict", "compared"]
 REGRESSION_COLUMNS = ["run_a", "run_b", "position", "suite", "tier", "benchmark", "param", "workers", "label",
                       "ratio", "ratio_ci_low", "ratio_ci_high", "verdict_reason"]
-RUN_COLUMNS = ["run_id", "position", "run_label", "started_utc", "git_commit", "git_dirty", "profile", "compared"]
+RUN_COLUMNS = ["run_id", "position", "run_label", "started_utc", "git_commit", "git_dirty", "profile", "compared", "machine_load", "disturbed"]
 LEFT_OUT_COLUMNS = ["run_id", "reason"]
 
 
@@ -113,7 +113,9 @@ def history_data(data_dir: str | os.PathLike[str] | None, baseline: str, candida
         label = run_label(item.run_id, item.started_utc, item.git_commit, item.git_dirty)
         runs_rows.append({"run_id": item.run_id, "position": position, "run_label": label,
                           "started_utc": item.started_utc, "git_commit": item.git_commit, "git_dirty": item.git_dirty,
-                          "profile": item.profile, "compared": cmp.compared})
+                          "profile": item.profile, "compared": cmp.compared,
+                          "machine_load": (cmp.extra.get("machine_load") or [""])[0],
+                          "disturbed": (cmp.extra.get("machine_load") or [""])[0].startswith("DISTURBED")})
         frame = cmp.benchmarks[cmp.benchmarks["headline"].astype(bool)]
         frame = frame[[c for c in RATIO_COLUMNS if c in frame.columns]].copy()
         frame.insert(0, "position", position)

@@ -8,7 +8,7 @@ the sample's error counts (data/README.md, "Http suite"):
 
 Checks, each a one-line `DataError` naming the file, line and column: the exact header (a BOM
 and CRLF line ends are accepted); every field an integer >= 0 (benchmark: an http benchmark,
-param: `conns=N`); p50 <= p90 <= p99 <= p99.9; errors and non_2xx 0 (a sample with either is
+param: `conns=N`, or `load=N` for the open-loop rows); p50 <= p90 <= p99 <= p99.9; errors and non_2xx 0 (a sample with either is
 failed and never written); no key twice; and against the runtime's CSV (`match_rows`): one
 latency row per `suite=http` row and no other.
 """
@@ -69,8 +69,9 @@ def read_http_csv(path: Path, runtime: str) -> pd.DataFrame:
         if row["benchmark"] not in schema.HTTP_ORDER:
             raise DataError(path, f"{row['benchmark']!r} is not an http benchmark ({', '.join(schema.HTTP_ORDER)})",
                             number, "benchmark")
-        if not row["param"].startswith("conns=") or not schema.PARAM_RE.fullmatch(row["param"]):
-            raise DataError(path, f"{row['param']!r} is not conns=N", number, "param")
+        key = "load=" if row["benchmark"] == schema.HTTP_OPEN_LOOP else "conns="
+        if not row["param"].startswith(key) or not schema.PARAM_RE.fullmatch(row["param"]):
+            raise DataError(path, f"{row['param']!r} is not {key}N", number, "param")
         for name in INT_FIELDS:
             text = row[name]
             if not text.isdigit() or len(text) > schema.INT_DIGITS_MAX:

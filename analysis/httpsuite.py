@@ -11,8 +11,7 @@ invocation medians, interval from their spread: the same centre and interval as 
 
 `summary` is the table; `runtime_sentences` the index's sentences (one per runtime: requests/s
 and p99 at every connection count of the plaintext route, and how it stands against the fastest
-runtime there); `losses` names the rows where a runtime's requests/s interval lies wholly below
-the fastest runtime's.
+runtime there, from intervals only: clearly the fastest, clearly behind, or not separated).
 """
 
 from __future__ import annotations
@@ -62,8 +61,10 @@ def _centre(group: pd.DataFrame, column: str, confidence: float) -> tuple[float,
 
 def summary(run: Any, confidence: float = stats.DEFAULT_CONFIDENCE) -> pd.DataFrame:
     """Per runtime × benchmark × connection count: requests/s, p99 and CPU per request with
-    their intervals over invocations (and the p50 / p99.9 centres)."""
+    their intervals over invocations (and the p50 / p99.9 centres). Closed loop (wrk) only: the
+    open-loop rows are `open_loop`'s."""
     frame = samples(run)
+    frame = frame[frame["benchmark"] != schema.HTTP_OPEN_LOOP]
     records = []
     for (runtime, bench, param), group in frame.groupby(KEY, sort=False):
         rps = _centre(group, "rps", confidence)
@@ -85,15 +86,22 @@ def summary(run: Any, confidence: float = stats.DEFAULT_CONFIDENCE) -> pd.DataFr
 
 
 def with_ratios(table: pd.DataFrame) -> pd.DataFrame:
-    """`summary` plus each runtime's requests/s ÷ the best of its row (≤ 1), the fastest runtime,
-    and `loses`: its interval lies wholly below the fastest's."""
+    """`summary` plus each runtime's requests/s ÷ the best of its row (≤ 1), the runtime with the
+    most requests/s (`fastest`, a point estimate: never quoted alone), `loses` (its interval lies
+    wholly below the fastest's) and `clear` (it is the fastest and every other runtime loses):
+    the only orders the sentences state."""
     if table.empty:
-        return table.assign(of_fastest=[], fastest=[], loses=[])
+        return table.assign(of_fastest=[], fastest=[], loses=[], clear=[])
     parts = []
     for _, group in table.groupby(["benchmark", "connections"], sort=False):
         best = group.loc[group["rps"].idxmax()]
-        parts.append(group.assign(of_fastest=group["rps"] / best["rps"], fastest=best["runtime"],
-                                  loses=(group["runtime"] != best["runtime"]) & (group["rps_high"] < best["rps_low"])))
+        # an interval of one invocation (or with no spread) has no width: it separates nothing
+        real = (group["n_invocations"] >= 2) & (group["rps_low"] < group["rps_high"])
+        loses = (group["runtime"] != best["runtime"]) & (group["rps_high"] < best["rps_low"]) & real & bool(
+            real[group["runtime"] == best["runtime"]].all())
+        clear = (group["runtime"] == best["runtime"]) & bool(loses.sum() == len(group) - 1) & (len(group) > 1)
+        parts.append(group.assign(of_fastest=group["rps"] / best["rps"], fastest=best["runtime"], loses=loses,
+                                  clear=clear))
     return pd.concat(parts).loc[table.index]
 
 
@@ -112,6 +120,77 @@ def wide(table: pd.DataFrame) -> pd.DataFrame:
 
 
 ROUTE_LABELS = {"http_plaintext": "GET /plaintext", "http_bytes": "GET /bytes/16384"}
+OPEN_COLUMNS = ["load_percent", "rate_rps", "runtime", "n_invocations", "achieved_rps", "p50_ns", "p50_low", "p50_high",
+                "p99_ns", "p99_low", "p99_high", "p999_ns", "p999_low", "p999_high", "cpu_ns_per_request"]
+
+
+def open_loop(run: Any, confidence: float = stats.DEFAULT_CONFIDENCE) -> pd.DataFrame:
+    """The open-loop rows (oha at a fixed rate, latency corrected for coordinated omission): per
+    load (percent of the slowest server's closed-loop capacity) and runtime, p50 / p99 / p99.9
+    with intervals over invocations (stats.median_centre), the rate asked and achieved, and the
+    server's CPU per request. Empty when the run has none."""
+    frame = samples(run)
+    frame = frame[frame["benchmark"] == schema.HTTP_OPEN_LOOP]
+    rates = ((run.info.get("http") or {}).get("open_loop") or {}).get("rates_rps") or {}
+    records = []
+    for (runtime, param), group in frame.groupby(["runtime", "param"], sort=False):
+        percent = schema.param_sort_value(param)
+        cells = {name: _centre(group, f"{name}_ns", confidence) for name in ("p50", "p99", "p999")}
+        records.append({"load_percent": percent, "rate_rps": float(rates.get(str(percent), math.nan)),
+                        "runtime": runtime, "n_invocations": int(group["invocation"].nunique()),
+                        "achieved_rps": float(group["rps"].median()),
+                        **{f"{n}_ns": c[0] for n, c in cells.items()}, **{f"{n}_low": c[1] for n, c in cells.items()},
+                        **{f"{n}_high": c[2] for n, c in cells.items()},
+                        "cpu_ns_per_request": float(group["cpu_ns_per_request"].median())})
+    out = pd.DataFrame.from_records(records, columns=OPEN_COLUMNS)
+    if out.empty:
+        return out
+    order = out.apply(lambda r: (r["load_percent"], schema.runtime_rank(r["runtime"])), axis=1)
+    return out.assign(_order=order).sort_values("_order").drop(columns="_order").reset_index(drop=True)
+
+
+def open_loop_wide(table: pd.DataFrame) -> pd.DataFrame:
+    """The open-loop table as the page shows it: one row per load, per runtime `p50 · p99 [low,
+    high] · p99.9 [low, high]`."""
+    rows = []
+    for percent, group in table.groupby("load_percent", sort=False):
+        row: dict[str, Any] = {"load": f"{percent}% ({_rate(group['rate_rps'].iloc[0])} req/s)"}
+        for side in group.itertuples():
+            row[schema.display_name(side.runtime)] = (
+                f"p50 {_ms(side.p50_ns)} · p99 {_ms(side.p99_ns)} [{_ms(side.p99_low)}, {_ms(side.p99_high)}] · "
+                f"p99.9 {_ms(side.p999_ns)} [{_ms(side.p999_low)}, {_ms(side.p999_high)}]")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def open_loop_sentences(table: pd.DataFrame, info: Mapping[str, Any]) -> list[str]:
+    """The open loop in words: how it was run, then per load which p99 intervals lie wholly apart
+    (an order only where they do; otherwise none is established)."""
+    record = (info.get("http") or {}).get("open_loop")
+    if not record:
+        return ["No open-loop measurement in this run (a run from before issue 43, or a profile without one)."]
+    if record.get("absent"):
+        return [f"The open loop did not run: {record['absent']}."]
+    gen = record.get("generator") or {}
+    out = [f"Open loop: {gen.get('name', 'oha')} {gen.get('version') or '?'} at a fixed rate with latency correction "
+           f"(each request timed from when it was due, so a stall counts for every request it delays), "
+           f"{record.get('connections')} connections, {record.get('duration_s')} s per run, at "
+           + ", ".join(f"{p}%" for p in record.get("load_percent", []))
+           + f" of the slowest server's closed-loop capacity ({schema.display_name(str(record.get('slowest')))}, "
+           f"{_rate(float((record.get('capacity_rps') or {}).get(record.get('slowest'), math.nan)))} req/s)."]
+    for percent, group in table.groupby("load_percent", sort=False):
+        best = group.loc[group["p99_ns"].idxmin()]
+        real = bool(((group["n_invocations"] >= 2) & (group["p99_low"] < group["p99_high"])).all())
+        behind = [schema.display_name(r.runtime) for r in group.itertuples()
+                  if real and r.runtime != best["runtime"] and r.p99_low > best["p99_high"]]
+        if behind and len(behind) == len(group) - 1:
+            out.append(f"At {percent}%: {schema.display_name(best['runtime'])} has the lowest p99 "
+                       f"({_ms(best['p99_ns'])}), its interval apart from every other runtime's.")
+        else:
+            apart = f"; clearly above it: {', '.join(behind)}" if behind else ""
+            why = "the intervals over invocations overlap" if real else "fewer than 2 invocations: no interval"
+            out.append(f"At {percent}%: no runtime's p99 is established as the lowest ({why}{apart}).")
+    return out
 
 
 def _rate(value: float) -> str:
@@ -141,17 +220,21 @@ def runtime_sentences(table: pd.DataFrame, absent: Mapping[str, str]) -> list[st
         mine = plain[plain["runtime"] == runtime]
         at = "; ".join(f"{r.connections} connections {_rate(r.rps)} req/s [{_rate(r.rps_low)}, {_rate(r.rps_high)}], "
                        f"p99 {_ms(r.p99_ns)}" for r in mine.itertuples())
-        wins = int((mine["fastest"] == runtime).sum())
-        losses = [str(r.connections) for r in mine.itertuples() if r.loses]
-        stand = (f"fastest at {wins} of {len(mine)} connection counts" if wins else
-                 f"{_pct(float(mine['of_fastest'].min()))}–{_pct(float(mine['of_fastest'].max()))} of the fastest")
-        lost = f"; clearly behind the fastest at {', '.join(losses)} connections" if losses and wins else ""
-        out.append(f"{name} (GET /plaintext): {at}; {stand}{lost}.")
+        ahead = [str(r.connections) for r in mine.itertuples() if r.clear]
+        behind = [str(r.connections) for r in mine.itertuples() if r.loses]
+        apart = len(mine) - len(ahead) - len(behind)
+        parts = []
+        if ahead:
+            parts.append(f"clearly the fastest at {', '.join(ahead)} connections")
+        if behind:
+            parts.append(f"clearly behind the fastest at {', '.join(behind)}")
+        if apart:
+            parts.append(f"no order established at {apart} of {len(mine)} connection counts")
+        stand = ", ".join(parts) + " (intervals of requests/s over invocations)"
+        out.append(f"{name} (GET /plaintext): {at}; {stand}.")
     return out
 
 
-def _pct(value: float) -> str:
-    return f"{value:.0%}"
 
 
 def settings_sentence(info: Mapping[str, Any]) -> str:

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from . import httpsuite, iosuite, schema
+from . import httpsuite, iosuite, machine_load, schema
 from .artefact import RunComparisons
 from .compare import Comparison
 from .words import headline_sentences
@@ -118,7 +118,9 @@ def index_html(rc: RunComparisons, pages: Sequence[Page], command: str, run_fold
     cmp = rc.primary
     bn = schema.display_name(rc.baseline)
     candidates = ", ".join(schema.display_name(c) for c in rc.comparisons)
+    load = machine_load.run_sentence(rc.info)
     rows = [
+        ("Machine load", f'<span class="{"loss" if load.startswith("DISTURBED") else "tie"}">{esc(load)}</span>'),
         ("Run", esc(rc.run_id)),
         ("Started / ended (UTC)", f"{esc(str(info.get('started_utc', '—')))} / {esc(str(info.get('ended_utc', '—')))}"),
         ("Profile, suites", f"{esc(str(info.get('profile', '—')))}, {esc(', '.join(info.get('suites', [])))}"),
@@ -178,7 +180,8 @@ def _io_section(rc: RunComparisons) -> str:
     if not iosuite.has_io(rc.comparisons) and not absent:
         return ""
     table = iosuite.matrix(iosuite.sides(rc.comparisons), rc.primary.tie_band)
-    lines = iosuite.runtime_sentences(table, rc.comparisons, absent, rc.baseline)
+    lines = iosuite.runtime_sentences(table, rc.comparisons, absent, rc.baseline, rc.primary.tie_band)
+    lines += iosuite.peer_sentences(rc.peers)
     items = "\n".join(f"<li>{html.escape(s)}</li>" for s in lines)
     return f"<h2>Io suite: where each runtime stands</h2>\n<ul>\n{items}\n</ul>"
 

@@ -18,7 +18,11 @@ they are put side by side:
   `clear` when the runner-up's interval lies wholly above 1 + tie band.
 - `straight_line_price`: `ampere.io` ÷ `ampere` (the same row on Ampere's std.Io and on its
   native state-machine API), where both ran it: the price of writing straight-line code.
-- `runtime_sentences`: one sentence per runtime (present or absent) for the index.
+- `runtime_sentences`: one sentence per runtime (present or absent) for the index, each claim
+  from intervals (`standing`: clearly fastest / clearly behind / not separated), the baseline
+  comparison from the summary's geometric mean over rounds and the like-for-like verdicts;
+  `peer_sentences`: ampere.io against each zio build, tallies of verdicts (issue 43: no count
+  or ranking built on point estimates).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from . import schema
+from . import summary as summary_
 from .compare import Comparison
 
 SUITE = "io"
@@ -107,7 +112,8 @@ def wide(table: pd.DataFrame) -> pd.DataFrame:
         for _, side in group.iterrows():
             row[schema.display_name(side["runtime"])] = _cell(side)
         first = group.iloc[0]
-        row["winner"] = schema.display_name(first["fastest"]) + ("" if first["winner_clear"] else " (within the band)")
+        row["winner"] = (schema.display_name(first["fastest"]) if first["winner_clear"]
+                         else "none established (the runner-up's interval reaches into the tie band)")
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -153,36 +159,111 @@ def price_sentence(price: pd.DataFrame, absent: Mapping[str, str]) -> str:
             f"(from ×{price['price'].min():.2f} to ×{price['price'].max():.2f}; > 1: the std.Io version is slower).")
 
 
+def standing(table: pd.DataFrame, tie_band: float) -> pd.DataFrame:
+    """Each runtime's place in each row of the matrix from intervals only: `clearly fastest`
+    (fastest, and the runner-up's interval lies wholly above 1 + tie band), `clearly behind`
+    (its own interval of the ratio to the fastest lies wholly above 1 + tie band), otherwise
+    `not separated` (from the fastest: no order is established). Never from point estimates."""
+    edge = 1 + tie_band
+    if table.empty:
+        return table.assign(standing=[])
+    place = np.where((table["runtime"] == table["fastest"]) & table["winner_clear"].astype(bool), "clearly fastest",
+                     np.where(table["ratio_ci_low"] > edge, "clearly behind", "not separated"))
+    return table.assign(standing=place)
+
+
+def _peer_counts(part: Mapping[str, Any]) -> str:
+    counts = part.get("counts", {})
+    return (f"{int(counts.get('win', 0))} wins, {int(counts.get('loss', 0))} losses, {int(counts.get('tie', 0))} ties, "
+            f"{int(counts.get('inconclusive', 0))} inconclusive")
+
+
+def cell_counts(cmp: Comparison, workers: set[int] | None = None) -> tuple[dict[str, int], int, list[str]]:
+    """(verdict counts, number) of a comparison's like-for-like io cells (at `workers` only when
+    given), and the benchmarks left out as not like for like."""
+    rows = cmp.benchmarks[(cmp.benchmarks["suite"] == SUITE) & cmp.benchmarks["compared"].astype(bool)]
+    if workers is not None:
+        rows = rows[rows["workers"].isin(workers)]
+    like = rows[rows["like_for_like"].astype(bool)]
+    counts = {v: int((like["verdict"] == v).sum()) for v in ("win", "loss", "tie", "inconclusive")}
+    return counts, len(like), sorted(set(rows.loc[~rows["like_for_like"].astype(bool), "benchmark"]))
+
+
 def runtime_sentences(table: pd.DataFrame, comparisons: Mapping[str, Comparison], absent: Mapping[str, str],
-                      baseline: str) -> list[str]:
-    """One sentence per runtime of the io suite: where it stands (headline rows: the run's
-    num_workers, else the sweep's largest count), or why it is absent."""
+                      baseline: str, tie_band: float = 0.05) -> list[str]:
+    """One sentence per runtime of the io suite, every claim from an interval (issue 43): where
+    it stands among the runtimes (`standing`) on the headline rows (the run's num_workers, else the
+    sweep's largest count), and against the baseline the summary's like-for-like geometric mean
+    with its interval over rounds and the verdict counts of the same rows — or why it is absent."""
     headline = table[table["headline"].fillna(True).astype(bool)] if not table.empty else table
     if headline.empty and not table.empty:  # a sweep without the run's num_workers: its largest count
         headline = table[table["workers"] == table["workers"].max()]
+    ranked = standing(headline, tie_band)
     out = []
     for runtime in sorted(set(headline["runtime"]) | set(absent), key=schema.runtime_rank):
         name = schema.display_name(runtime)
         if runtime in absent:
             out.append(f"{name}: absent from this run — {absent[runtime]}.")
             continue
-        mine = headline[headline["runtime"] == runtime]
-        wins = int((mine["fastest"] == runtime).sum())
-        ratio = float(np.exp(np.log(mine["ratio_to_fastest"].to_numpy(dtype=float)).mean()))
-        text = (f"{name}: fastest in {wins} of {len(mine)} io rows; on average ×{ratio:.2f} the time of the "
-                "fastest runtime of each row")
+        mine = ranked[ranked["runtime"] == runtime]
+        places = mine["standing"].value_counts()
+        text = (f"{name}: of {len(mine)} io rows, clearly fastest in {int(places.get('clearly fastest', 0))}, "
+                f"clearly behind the fastest in {int(places.get('clearly behind', 0))}, not separated from the "
+                f"fastest in {int(places.get('not separated', 0))} (intervals of the ratio to the fastest, "
+                f"±{tie_band:.0%} band)")
         cmp = comparisons.get(runtime)
-        if runtime != baseline and cmp is not None and cmp.compared:
-            io_rows = cmp.benchmarks[(cmp.benchmarks["suite"] == SUITE)
-                                     & cmp.benchmarks["workers"].isin(set(mine["workers"]))]
-            ratios = io_rows["ratio"].to_numpy(dtype=float)
-            ratios = ratios[np.isfinite(ratios) & (ratios > 0)]
-            if ratios.size:
-                counts = io_rows["verdict"].value_counts()
-                text += (f"; against {schema.display_name(baseline)} a geometric mean of ×{math.exp(np.log(ratios).mean()):.2f} "
-                         f"({schema.display_name(baseline)} ÷ {name}, > 1: {name} faster; wins {int(counts.get('win', 0))}, "
-                         f"losses {int(counts.get('loss', 0))}, ties {int(counts.get('tie', 0))})")
+        part = _io_part(cmp, set(mine["workers"])) if cmp is not None and cmp.compared else None
+        if runtime != baseline and part and part.get("n_compared"):
+            bn = schema.display_name(baseline)
+            ratio = part.get("like_for_like_geomean_ratio")
+            low, high = (part.get("like_for_like_geomean_ratio_ci") or [math.nan, math.nan])[:2]
+            n_like = int(part.get("n_like_for_like") or 0)
+            if ratio is not None and math.isfinite(ratio):
+                interval = (f" [{low:.2f}, {high:.2f}]" if math.isfinite(low) and math.isfinite(high)
+                            else " (no interval)")
+                text += (f"; against {bn} the geometric mean over its {n_like} like-for-like rows is ×{ratio:.2f}"
+                         f"{interval} ({bn} ÷ {name}, > 1: {name} faster; interval over rounds), "
+                         f"{_peer_counts(part)}")
+            left = part.get("not_like_for_like") or []
+            if left:
+                text += f" (not counted, not like for like: {', '.join(left)})"
         out.append(text + ".")
+    return out
+
+
+def _io_part(cmp: Comparison, workers: set[int]) -> dict[str, Any] | None:
+    """The summary scope of a comparison's io rows: the summary's own (its headline rows), or where
+    the run's num_workers is not among the shown worker counts the same scope computed over the
+    rows at those counts (summary.scope_summary: the same estimator)."""
+    part = (cmp.summary.get("by_suite") or {}).get(SUITE)
+    if part and part.get("n_compared"):
+        return part
+    rows = cmp.benchmarks[(cmp.benchmarks["suite"] == SUITE) & cmp.benchmarks["workers"].isin(workers)]
+    if rows.empty:
+        return None
+    return summary_.scope_summary(rows, (cmp.baseline, cmp.candidate), cmp.confidence)
+
+
+def peer_sentences(peers: Mapping[str, Comparison]) -> list[str]:
+    """ampere.io against each zio build (artefact.PEER_PAIRS), one build at a time, from the
+    verdicts of every io cell (all worker counts, then per worker count): the tally a reader may
+    quote. Empty when the run has no such pair."""
+    out = []
+    for cmp in peers.values():
+        if not cmp.compared:
+            continue
+        bn, cn = schema.display_name(cmp.baseline), schema.display_name(cmp.candidate)
+        build = {"zio": "zio's default build (io_uring)", "zio.epoll": "zio built on epoll"}.get(cmp.baseline, bn)
+        counts, n, left = cell_counts(cmp)
+        text = f"{cn} against {build}, every io cell: {_peer_counts({'counts': counts})} of {n}"
+        workers = sorted(int(w) for w in cmp.benchmarks["workers"].dropna().unique())
+        if len(workers) > 1:
+            text += " (" + "; ".join(f"{w} worker{'s' if w != 1 else ''}: {_peer_counts({'counts': cell_counts(cmp, {w})[0]})}"
+                                     for w in workers) + ")"
+        if left:
+            text += f"; not counted, not like for like: {', '.join(left)}"
+        out.append(text + f". Each verdict is the cell's paired-median interval against the ±{cmp.tie_band:.0%} tie "
+                          "band; an inconclusive cell establishes no order.")
     return out
 
 

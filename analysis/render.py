@@ -196,6 +196,12 @@ def echo_rows(comparison: Comparison) -> tuple[list[str], list[Row]]:
 
 
 def preamble(comparison: Comparison) -> list[str]:
+    """The header lines: what is compared, how, and the machine's load of the run(s) (issue 43:
+    a disturbed run says so first)."""
+    return (comparison.extra.get("machine_load") or []) + _what(comparison)
+
+
+def _what(comparison: Comparison) -> list[str]:
     b, c = schema.display_name(comparison.baseline), schema.display_name(comparison.candidate)
     band = comparison.tie_band
     if "run_a" in comparison.extra:

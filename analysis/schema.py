@@ -53,7 +53,7 @@ ECHO_WORKERS: Final[int] = 1
 #: A runtime or runtime variant: `ampere`, `tokio`, `ampere.nospin` (base runtime before the dot).
 RUNTIME_RE: Final = re.compile(r"[a-z][a-z0-9_]*(?:\.[a-z0-9_]+)?")
 BENCHMARK_RE: Final = re.compile(r"[a-z][a-z0-9_]*")
-PARAM_RE: Final = re.compile(r"(?:(?:n|size|conns|pairs|tasks|producers|consumers|d_ms)=[0-9]+)?")
+PARAM_RE: Final = re.compile(r"(?:(?:n|size|conns|pairs|tasks|producers|consumers|d_ms|load)=[0-9]+)?")
 INT_RE: Final = re.compile(r"-?[0-9]+")
 RUN_ID_RE: Final = re.compile(r"(?P<stamp>[0-9]{8}T[0-9]{6}Z)-(?P<host>[A-Za-z0-9._-]+)")
 
@@ -82,7 +82,10 @@ IO_ORDER: Final[tuple[str, ...]] = (
     "io_sleep", "io_tcp_pingpong", "io_tcp_echo_conns", "io_tcp_connect",
 )
 #: The http suite's rows: one per wrk sample of a route at a connection count (`conns=N`).
-HTTP_ORDER: Final[tuple[str, ...]] = ("http_plaintext", "http_bytes")
+HTTP_ORDER: Final[tuple[str, ...]] = ("http_plaintext", "http_bytes", "http_plaintext_open")
+#: The http suite's open-loop rows (a fixed request rate, `load=` percent of the slowest server's
+#: capacity): their time per request is the rate, not a result; their latency percentiles are.
+HTTP_OPEN_LOOP: Final[str] = "http_plaintext_open"
 SUITE_ORDER: Final[dict[str, tuple[str, ...]]] = {"micro": MICRO_ORDER, "echo": ECHO_ORDER, "net": NET_ORDER,
                                                   "io": IO_ORDER, "http": HTTP_ORDER}
 

@@ -13,6 +13,9 @@ analysis/bench.py `records_metrics`) are left out of a side's span figures: the 
 snapshots run between iterations, inside the span (about 5.6 µs of CPU per echo batch on the
 2-vCPU VM), and Tokio's program takes none. `span_invocations` counts the invocations used.
 
+`span_cpu_round_logs` lists [invocation, log span CPU per op] (what the summary's CPU geometric
+mean is built over, round by round: stats.rounds_geometric_mean_ci).
+
 Also per side: `span_cores_busy`, the median over invocations of span cpu_ns / span elapsed_ns
 (cores busy over the whole span), and the CPU outside the samples per iteration: per invocation
 (span cpu_ns - the sum of the samples' cpu_ns) / iterations, its median (`outside_cpu_ns`) and
@@ -35,7 +38,7 @@ import pandas as pd
 from . import schema, stats
 
 SIDE_COLUMNS = ("span_cpu_ns_per_op", "span_cpu_ci_low", "span_cpu_ci_high", "span_cores_busy", "outside_cpu_ns",
-                "outside_cpu_ns_low", "outside_cpu_ns_high", "span_invocations")
+                "outside_cpu_ns_low", "outside_cpu_ns_high", "span_invocations", "span_cpu_round_logs")
 PAIR_COLUMNS = ("span_cpu_ratio", "span_cpu_ratio_ci_low", "span_cpu_ratio_ci_high", "span_cpu_log_ratio_se",
                 "span_cpu_verdict", "headline_cpu_ratio", "headline_cpu_log_ratio_se", "headline_cpu_verdict",
                 "headline_cpu_source")
@@ -75,6 +78,7 @@ def side_table(spans: pd.DataFrame, rows: pd.DataFrame, confidence: float,
             "outside_cpu_ns_low": float(finite.min()) if finite.size else math.nan,
             "outside_cpu_ns_high": float(finite.max()) if finite.size else math.nan,
             "span_invocations": int(len(group)),
+            "span_cpu_round_logs": [[int(k), math.log(v)] for k, v in zip(group["invocation"], per_op) if v > 0],
         }
     return out
 

@@ -49,7 +49,20 @@ Methods
   maximum and the result is flagged `widest` with its true coverage.
 - `variance_components`: one-way random-effects ANOVA (method of moments) on log values.
 - `verdict`: symmetric tie band on the log scale: [1/(1+band), 1+band].
-- `geometric_mean_ci`: geometric mean of ratios with an interval from their log standard errors.
+- `rounds_geometric_mean_ci` (every aggregate of the project: the summaries' geometric means):
+  the geometric mean of the rows' ratios with an interval built over *rounds*, not over rows.
+  Every row of a round comes from the same processes on the same machine state, so the rows'
+  errors are correlated (mean pairwise correlation of the per-round log ratios 0.28-0.49 on the
+  reference runs, issue 43). Paired (one run): per round k, G_k = the mean over the rows of
+  d_{r,k} = log(baseline summary_{r,k} / candidate summary_{r,k}); the centre is mean(G) and the
+  interval the t interval of that mean over the K rounds every row has (K - 1 degrees of
+  freedom), SE floored by sqrt(sum_r within_r^2) / R (the iterations' independent noise).
+  Unpaired (`diff`: two runs, whose invocations are not rounds): per side and invocation the
+  mean over the rows of its log summaries, then the Welch t interval of the difference of the
+  two sides' means.
+- `geometric_mean_ci`: geometric mean of ratios with an interval from their log standard errors
+  taken as independent (too narrow where rows share rounds; kept as the comparison in
+  analysis/coverage.py, used by no summary).
 - `bh_qvalues`: Benjamini-Hochberg (scipy false_discovery_control).
 The rank-based cross-checks (Mann-Whitney, Cliff's delta, Hodges-Lehmann) are in ranks.py.
 """
@@ -530,6 +543,101 @@ def geometric_mean_ci(log_ratios: Sequence[float], log_ses: Sequence[float],
     centre = float(lr[ok].mean())
     spread = math.sqrt(float((se[ok] ** 2).sum())) / k
     return GeoMean(math.exp(centre), math.exp(centre - z * spread), math.exp(centre + z * spread), k)
+
+
+#: One row of an aggregate: its per-round log summaries on each side (round -> log of the
+#: invocation's summary, e.g. the log invocation median of ns/op) and the within-invocation SE
+#: of its log ratio (the floor; 0 when unknown).
+@dataclass(frozen=True)
+class RowRounds:
+    baseline: dict[int, float]
+    candidate: dict[int, float]
+    within_se: float = 0.0
+
+
+@dataclass(frozen=True)
+class RoundGeoMean:
+    """Geometric mean of ratios with its interval over rounds (`rounds_geometric_mean_ci`).
+
+    `n`: rows in it; `rounds`: rounds the interval is built over (paired: the rounds every row
+    has on both sides; unpaired: the smaller side's); `rounds_dropped`: rounds some row lacks;
+    `method` names the interval (or why there is none)."""
+
+    ratio: float
+    low: float
+    high: float
+    n: int
+    rounds: int
+    rounds_dropped: int
+    method: str
+
+
+def _usable(row: RowRounds) -> RowRounds | None:
+    """The row with finite values only; None when a side has none."""
+    b = {int(k): float(v) for k, v in row.baseline.items() if math.isfinite(v)}
+    c = {int(k): float(v) for k, v in row.candidate.items() if math.isfinite(v)}
+    return RowRounds(b, c, row.within_se if math.isfinite(row.within_se) else 0.0) if b and c else None
+
+
+def rounds_geometric_mean_ci(rows: Sequence[RowRounds], confidence: float = DEFAULT_CONFIDENCE,
+                             paired: bool = True) -> RoundGeoMean:
+    """Geometric mean of the rows' ratios (baseline / candidate) with an interval over rounds.
+
+    See the module doc. Rows without a value on a side are left out (`n` counts the others).
+    Paired: only the rounds that every row has on both sides enter (a round some row lacks is
+    dropped for all, `rounds_dropped`); with fewer than 2 such rounds the ratio of the rows'
+    own geometric means is given without an interval. Unpaired: per side the invocations every
+    row of that side has. No interval when nothing varies and no floor is known.
+    """
+    check_confidence(confidence)
+    usable = [r for r in (_usable(row) for row in rows) if r is not None]
+    nan = math.nan
+    if not usable:
+        return RoundGeoMean(nan, nan, nan, 0, 0, 0, "no rows")
+    n = len(usable)
+    floor = math.sqrt(sum(r.within_se ** 2 for r in usable)) / n
+    if paired:
+        every = set.union(*(set(r.baseline) | set(r.candidate) for r in usable))
+        shared = sorted(set.intersection(*(set(r.baseline) & set(r.candidate) for r in usable)))
+        dropped = len(every) - len(shared)
+        if not shared:
+            centre = float(np.mean([np.mean(list(r.baseline.values())) - np.mean(list(r.candidate.values()))
+                                    for r in usable]))
+            return RoundGeoMean(math.exp(centre), nan, nan, n, 0, dropped, "no interval (no round every row has)")
+        g = np.array([np.mean([r.baseline[k] - r.candidate[k] for r in usable]) for k in shared])
+        centre, k = float(g.mean()), g.size
+        if k < 2:
+            return RoundGeoMean(math.exp(centre), nan, nan, n, k, dropped, "no interval (fewer than 2 complete rounds)")
+        spread = 0.0 if np.ptp(g) < 1e-12 else float(np.std(g, ddof=1)) / math.sqrt(k)
+        se, df = max(spread, floor), float(k - 1)
+        method = f"t over {k} rounds of the rows' mean log ratio"
+    else:
+        sides = []
+        for values in ([r.baseline for r in usable], [r.candidate for r in usable]):
+            common = sorted(set.intersection(*(set(v) for v in values)))
+            sides.append(np.array([np.mean([v[i] for v in values]) for i in common]))
+        b, c = sides
+        dropped = 0
+        if b.size == 0 or c.size == 0:
+            centre = float(np.mean([np.mean(list(r.baseline.values())) - np.mean(list(r.candidate.values()))
+                                    for r in usable]))
+            return RoundGeoMean(math.exp(centre), nan, nan, n, 0, 0, "no interval (no invocation every row has)")
+        centre, k = float(b.mean() - c.mean()), int(min(b.size, c.size))
+        if b.size < 2 or c.size < 2:
+            return RoundGeoMean(math.exp(centre), nan, nan, n, k, 0, "no interval (fewer than 2 invocations a side)")
+        se_b, se_c = (float(np.std(x, ddof=1)) / math.sqrt(x.size) if np.ptp(x) >= 1e-12 else 0.0 for x in (b, c))
+        df = welch_df(se_b, float(b.size - 1), se_c, float(c.size - 1))
+        se = max(math.hypot(se_b, se_c), floor)
+        if se == floor and floor > 0:
+            df = float(min(b.size, c.size) - 1)
+        method = f"Welch t over the invocations' mean log values ({b.size} and {c.size} invocations)"
+    if se == 0.0:
+        return RoundGeoMean(math.exp(centre), nan, nan, n, k, dropped,
+                            f"no interval ({NO_VARIATION}: the uncertainty cannot be estimated)")
+    half = two_sided_quantile(confidence, df) * se
+    if dropped:
+        method += f"; {dropped} round(s) some row lacks dropped"
+    return RoundGeoMean(math.exp(centre), math.exp(centre - half), math.exp(centre + half), n, k, dropped, method)
 
 
 def bh_qvalues(p_values: Sequence[float]) -> np.ndarray:

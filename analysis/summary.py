@@ -18,19 +18,23 @@ standing in for Tokio, the plain-data watch/broadcast paths, yield_many — are 
 - `cpu_geomean_ratio`: the geometric mean of the headline CPU ratios (whole invocation where
   both sides have spans, else per sample; `cpu_geomean_source` says which) over the
   like-for-like rows; `per_sample_cpu_geomean_ratio` the per-sample CPU ratios over the same
-  rows; `all_rows_cpu_geomean_ratio` the headline CPU ratios over every compared row
-  (all with intervals, stats.geometric_mean_ci);
+  rows; `all_rows_cpu_geomean_ratio` the headline CPU ratios over every compared row;
+  each with `*_geomean_ratio_ci`, `*_geomean_n` (rows), `*_geomean_rounds` and `*_geomean_method`;
 - `not_like_for_like`: the labels of the compared rows outside the headline;
-- totals of bytes/op and allocs/op per runtime over the scope's compared benchmarks, like the
-  seeds' "Total bytes per op" line.
+- totals of bytes/op and allocs/op per runtime over the scope's compared benchmarks (kept in the
+  data; no summary line prints them: a sum of per-op means of different operations is no
+  quantity, issue 43 — the pages show allocations per row instead).
 Controls (`controls`: name -> verdict; `control_ratios`: name -> ratio and interval) are shown
 with the band their interval fits in (a tie needs it within the tie band).
-The geometric means average each row's ratio of geometric means over its rounds (the paired
-t's ratio and log SE; the unpaired ratio where a row is not paired; a whole-invocation CPU ratio
-as span_cpu.py gives it), not the rows' default verdict ratio (the median per-round ratio):
-measured, that interval covers the 30-round value 95-100% at 5-15 rounds, where the same mean
-over the rows' median ratios with the sign-test intervals' normal-equivalent SEs covered 86-94%
-(docs/coverage.md).
+The geometric means are built over rounds (stats.rounds_geometric_mean_ci): every row of a
+round comes from the same processes on the same machine state, so their errors are correlated
+and an interval that combined the rows' standard errors as independent was too narrow (issue
+43: the io native headline [2.60, 3.00] became [2.40, 3.26]). Per round, the mean over the rows
+of the log ratio of the invocation medians (wall; per-sample CPU) or of the whole invocation's
+CPU per op (span_cpu.py); the centre is their mean over the rounds (the same centre as the mean
+of the rows' paired-t ratios when every row has every round), the interval a t interval over
+the rounds. In `diff` (two runs) the Welch interval of the two runs' per-invocation means.
+Its coverage: docs/coverage.md.
 """
 
 from __future__ import annotations
@@ -49,20 +53,42 @@ def _counts(column: pd.Series) -> dict[str, int]:
     return {v: int((column == v).sum()) for v in VERDICTS}
 
 
-def _geomean(rows: pd.DataFrame, ratio: str, se: str, confidence: float) -> stats.GeoMean:
-    """Geometric mean of the rows' ratios of geometric means: where a row is paired, the paired
-    t's ratio and log SE of the same quantity (`paired_t_*` for the wall ratio, `cpu_paired_t_*`
-    for the per-sample CPU ratio, also inside a CPU headline column that took the per-sample
-    figure); otherwise `ratio` and `se` (unpaired, a `diff`, or a whole-invocation CPU ratio)."""
-    ratios, ses = rows[ratio], rows[se]
-    prefix = {"ratio": "", "cpu_ratio": "cpu_", "headline_cpu_ratio": "cpu_"}.get(ratio)
-    if prefix is not None and f"{prefix}paired_t_log_ratio_se" in rows:
-        paired = rows[f"{prefix}paired_t_log_ratio_se"].map(math.isfinite)
-        if ratio == "headline_cpu_ratio":  # only its per-sample rows hold the per-sample ratio
-            paired &= rows["headline_cpu_source"] != WHOLE
-        ratios = rows[f"{prefix}paired_t_ratio"].where(paired, ratios)
-        ses = rows[f"{prefix}paired_t_log_ratio_se"].where(paired, ses)
-    return stats.geometric_mean_ci(ratios.map(_log), ses, confidence)
+def _pairs(value: Any) -> dict[int, float]:
+    """A `*_round_logs` cell ([[round, log value], ...]) as a dict; {} when missing (NaN)."""
+    if not isinstance(value, (list, tuple)):
+        return {}
+    return {int(k): float(v) for k, v in value}
+
+
+def _within(row: dict[str, Any], prefix: str) -> float:
+    """The row's within-invocation SE of its log ratio: both sides' (`{role}_{prefix}within_log_se`)."""
+    parts = [row.get(f"{role}_{prefix}within_log_se", math.nan) for role in ("baseline", "candidate")]
+    parts = [float(p) for p in parts if isinstance(p, (int, float)) and math.isfinite(p)]
+    return math.hypot(*parts) if parts else 0.0
+
+
+def row_rounds(rows: pd.DataFrame, ratio: str) -> list[stats.RowRounds]:
+    """The per-round log summaries of each row that a geometric mean of `ratio` is built over:
+    `ratio` the wall ratio (invocation medians of ns/op), `cpu_ratio` (of CPU ns/op per sample)
+    or `headline_cpu_ratio` (the whole invocation's CPU per op where the row's headline CPU
+    comes from it, span_cpu.py, else per sample)."""
+    out = []
+    for row in rows.to_dict("records"):
+        if ratio == "ratio":
+            column, within = "round_logs", _within(row, "")
+        elif ratio == "headline_cpu_ratio" and row.get("headline_cpu_source") == WHOLE:
+            column, within = "span_cpu_round_logs", 0.0  # one value per invocation: no within spread
+        else:
+            column, within = "cpu_round_logs", _within(row, "cpu_")
+        out.append(stats.RowRounds(_pairs(row.get(f"baseline_{column}")), _pairs(row.get(f"candidate_{column}")),
+                                   within))
+    return out
+
+
+def _geomean(rows: pd.DataFrame, ratio: str, confidence: float, paired: bool) -> stats.RoundGeoMean:
+    """Geometric mean of the rows' ratios with its interval over rounds (stats.rounds_geometric_mean_ci:
+    every row of a round shares its processes and machine state, so the rows are not independent)."""
+    return stats.rounds_geometric_mean_ci(row_rounds(rows, ratio), confidence, paired)
 
 
 def _log(value: float) -> float:
@@ -85,12 +111,14 @@ def _cpu_source(rows: pd.DataFrame) -> str:
     return next(iter(sources)) if len(sources) == 1 else ("mixed" if sources else "none")
 
 
-def _geo_fields(prefix: str, geo: stats.GeoMean) -> dict[str, Any]:
+def _geo_fields(prefix: str, geo: stats.RoundGeoMean) -> dict[str, Any]:
     return {f"{prefix}geomean_ratio": geo.ratio, f"{prefix}geomean_ratio_ci": [geo.low, geo.high],
-            f"{prefix}geomean_n": geo.n}
+            f"{prefix}geomean_n": geo.n, f"{prefix}geomean_rounds": geo.rounds,
+            f"{prefix}geomean_method": geo.method}
 
 
-def scope_summary(rows: pd.DataFrame, names: tuple[str, str], confidence: float) -> dict[str, Any]:
+def scope_summary(rows: pd.DataFrame, names: tuple[str, str], confidence: float, paired: bool = True
+                  ) -> dict[str, Any]:
     """Counts, geometric means and totals of one scope (rows of `benchmarks`)."""
     baseline, candidate = names
     compared = rows[rows["compared"].astype(bool)]
@@ -100,12 +128,12 @@ def scope_summary(rows: pd.DataFrame, names: tuple[str, str], confidence: float)
         "n_benchmarks": int(len(rows)), "n_compared": int(len(compared)), "n_like_for_like": int(len(like)),
         "counts": _counts(like["verdict"]), "cpu_counts": _counts(like[cpu_verdict]),
         "all_counts": _counts(compared["verdict"]), "all_cpu_counts": _counts(compared[cpu_verdict]),
-        **_geo_fields("", _geomean(compared, "ratio", "log_ratio_se", confidence)),
-        **_geo_fields("like_for_like_", _geomean(like, "ratio", "log_ratio_se", confidence)),
-        **_geo_fields("cpu_", _geomean(like, cpu_ratio, cpu_se, confidence)),
+        **_geo_fields("", _geomean(compared, "ratio", confidence, paired)),
+        **_geo_fields("like_for_like_", _geomean(like, "ratio", confidence, paired)),
+        **_geo_fields("cpu_", _geomean(like, cpu_ratio, confidence, paired)),
         "cpu_geomean_source": _cpu_source(like),
-        **_geo_fields("per_sample_cpu_", _geomean(like, "cpu_ratio", "cpu_log_ratio_se", confidence)),
-        **_geo_fields("all_rows_cpu_", _geomean(compared, cpu_ratio, cpu_se, confidence)),
+        **_geo_fields("per_sample_cpu_", _geomean(like, "cpu_ratio", confidence, paired)),
+        **_geo_fields("all_rows_cpu_", _geomean(compared, cpu_ratio, confidence, paired)),
         "not_like_for_like": [str(x) for x in compared.loc[~compared["like_for_like"].astype(bool), "label"]],
         "total_bytes_per_op": {baseline: float(compared["baseline_bytes_per_op"].sum()),
                                candidate: float(compared["candidate_bytes_per_op"].sum())},
@@ -119,36 +147,23 @@ def is_control(frame: pd.DataFrame) -> pd.Series:
 
 
 def summarize(benchmarks: pd.DataFrame, names: tuple[str, str], confidence: float, compared: bool,
-              tie_band: float) -> dict[str, Any]:
+              tie_band: float, paired: bool = True) -> dict[str, Any]:
+    """The summary of a comparison; `paired`: the sides' invocations are rounds of one run
+    (compare), not two runs (diff_runs)."""
     frame = benchmarks[benchmarks["headline"].astype(bool)]
     control = is_control(frame)
-    summary = scope_summary(frame[~control], names, confidence)
+    summary = scope_summary(frame[~control], names, confidence, paired)
     summary["by_suite"] = {}
     for suite in schema.SUITES:
         rows = frame[(frame["suite"] == suite) & ~control]
         if not rows.empty:
-            summary["by_suite"][suite] = scope_summary(rows, names, confidence)
+            summary["by_suite"][suite] = scope_summary(rows, names, confidence, paired)
     summary["controls"] = {r["benchmark"]: r["verdict"] for r in frame[control].to_dict("records")}
     summary["control_ratios"] = {r["benchmark"]: [r["ratio"], r["ratio_ci_low"], r["ratio_ci_high"]]
                                  for r in frame[control].to_dict("records")}
     summary["lines"] = summary_lines(names, summary, tie_band) if compared else [
         f"not compared: the run has data for only one of {names[1]} and {names[0]}"]
     return summary
-
-
-def _fmt_amount(value: float) -> str:
-    return f"{value:,.1f}"
-
-
-def _times(candidate_total: float, baseline_total: float, less: str, more: str) -> str:
-    if candidate_total == baseline_total:
-        return "same"
-    if candidate_total == 0:
-        return f"none vs {_fmt_amount(baseline_total)}"
-    if baseline_total == 0:
-        return f"{more} (baseline none)"
-    factor = baseline_total / candidate_total
-    return f"{factor:.1f}x {less}" if factor > 1 else f"{1 / factor:.1f}x {more}"
 
 
 def _geomean_line(what: str, part: dict[str, Any], prefix: str, names: tuple[str, str]) -> str | None:
@@ -158,7 +173,9 @@ def _geomean_line(what: str, part: dict[str, Any], prefix: str, names: tuple[str
     lo, hi = part[f"{prefix}geomean_ratio_ci"]
     bn, cn = (schema.display_name(x) for x in names)
     better = "uses less CPU" if "cpu_" in prefix else "faster"
-    return f"  {what} {bn}/{cn}: {ratio:.3f}x [{lo:.3f}, {hi:.3f}] over {n} benchmarks (> 1: {cn} {better})"
+    rounds = part.get(f"{prefix}geomean_rounds") or 0
+    where = f", interval over {rounds} rounds" if rounds and math.isfinite(lo) else ""
+    return f"  {what} {bn}/{cn}: {ratio:.3f}x [{lo:.3f}, {hi:.3f}] over {n} benchmarks{where} (> 1: {cn} {better})"
 
 
 def _geomeans(part: dict[str, Any]) -> list[tuple[str, str]]:
@@ -238,11 +255,6 @@ def summary_lines(names: tuple[str, str], summary: dict[str, Any], tie_band: flo
             line = _geomean_line(what, part, prefix, names)
             if line:
                 lines.append(line)
-        tb, ta = part["total_bytes_per_op"], part["total_allocs_per_op"]
-        lines.append(f"  Total bytes per op: {cn} {_fmt_amount(tb[c])}  {bn} {_fmt_amount(tb[b])} "
-                     f"({_times(tb[c], tb[b], 'less', 'more')})")
-        lines.append(f"  Total allocs per op: {cn} {_fmt_amount(ta[c])}  {bn} {_fmt_amount(ta[b])} "
-                     f"({_times(ta[c], ta[b], 'fewer', 'more')})")
     controls = summary["controls"]
     if controls:
         lines.append(controls_line(controls, summary.get("control_ratios", {}), tie_band))

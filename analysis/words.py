@@ -307,6 +307,11 @@ def history_sentences(history: History, profile: str | None) -> list[str]:
         lines = [f"{len(runs)} complete runs of the {profile} profile, from {runs.iloc[0]['run_id']} to "
                  f"{runs.iloc[-1]['run_id']}."]
     lines += [f"{r.run_id} left out: {r.reason}" for r in history.left_out.itertuples()]
+    if "disturbed" in runs and runs["disturbed"].astype(bool).any():
+        flagged = runs[runs["disturbed"].astype(bool)]
+        lines.insert(0, f"{len(flagged)} of {len(runs)} runs ran on a disturbed machine (machine_load.py: more than "
+                        f"10% of their invocations shared the CPU with other work): {', '.join(flagged['run_id'])}; "
+                        "a regression into or out of such a run may be the machine's.")
     return lines
 
 

@@ -2,8 +2,9 @@
 # Set-up for a fresh Debian machine with Python 3.11 and Rust/cargo (nothing else assumed):
 # creates .venv, installs the project with its pinned dependencies (Zig comes from the
 # `ziglang` wheel), and checks every toolchain piece. It installs Debian's wrk if it is missing
-# (the http suite's load generator, which `make report` runs), and with --browser Debian's
-# chromium (the browser test of `make test` needs it).
+# (the http suite's load generator, which `make report` runs), oha from crates.io (its open-loop
+# generator; AMPERE_SKIP_OHA=1 skips it), and with --browser Debian's chromium (the browser test
+# of `make test` needs it).
 # Every failure is one line naming the missing piece.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -51,6 +52,15 @@ apt_install() {
 
 if ! command -v wrk >/dev/null; then
     apt_install wrk "the http suite's load generator"
+fi
+# oha: the http suite's open-loop load generator (a fixed request rate with latency correction;
+# Debian has no wrk2). From crates.io with cargo, once (several minutes of compiling on 2 cores);
+# a failure leaves the open loop out of the runs (recorded in run.json), not the setup.
+oha_bin="${CARGO_HOME:-$HOME/.cargo}/bin/oha"
+if ! command -v oha >/dev/null && [[ ! -x "$oha_bin" ]] && [[ "${AMPERE_SKIP_OHA:-0}" != 1 ]]; then
+    step "installing oha 1.16.0 (crates.io, the http suite's open-loop load generator; a few minutes)"
+    cargo install --quiet --locked oha --version 1.16.0 >/dev/null \
+        || echo "warning: setup: cargo install oha failed: the http suite's open loop will not run" >&2
 fi
 if (( want_browser )) && ! command -v chromium >/dev/null; then
     apt_install chromium "for the browser test"

@@ -13,6 +13,11 @@
    with replacement, k = 10 with replacement only: 10 of 10 without is the run itself).
    Then the headline (coverage.geomean_coverage): the geometric mean over the wall rows (and
    over the CPU rows) of the 30-invocation run, the same rounds drawn for every row.
+   Then the headline's aggregate methods (coverage.AGGREGATE_METHODS: the interval over rounds
+   the summaries use since issue 43, a whole-round bootstrap, and the old independent
+   combination) on every suite of --reference: per candidate against the baseline, the
+   like-for-like headline rows of micro, echo, net and io (k = 5 without and with replacement,
+   k = 10 with replacement).
 3. Synthetic bimodal rounds (coverage.bimodal_rounds: a rare mode 8x faster in 10% of the
    candidate's invocations, shared drift) and the same model without the rare mode; fresh runs,
    true values from a 200,000-round run of the model.
@@ -33,12 +38,15 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 from analysis import coverage, load_run  # noqa: E402
+from analysis.benchmarks import is_headline  # noqa: E402
+from analysis.compare import fairness_semantics  # noqa: E402
 
 COUNTS = (5, 10, 15)
 DEFAULT_METHODS = tuple(m for m in coverage.METHODS if m != "paired bootstrap")
 SEED = 20261126
 CONTENDED = ("mutex_contended", "semaphore_contended")
-PARTS = ("real", "reference", "headline", "model")
+PARTS = ("real", "reference", "headline", "aggregates", "model")
+AGGREGATE_SUITES = ("micro", "echo", "net", "io")
 
 
 def row_rounds(run, baseline: str, candidate: str, benchmarks: tuple[str, ...] | None = None):
@@ -99,6 +107,53 @@ def headline_table(rows, draws: int) -> list[str]:
     return lines
 
 
+def suite_rounds(run, baseline: str, candidate: str, suite: str):
+    """The like-for-like headline rows of one suite (wall time), each as (baseline rounds,
+    candidate rounds) over the rounds both sides have, rows with fewer rounds than the most
+    left out (the aggregate draws the same rounds from every row)."""
+    num_workers = run.constants.get("num_workers")
+    sides = {}
+    for rt in (baseline, candidate):
+        rows = run.rows(rt)
+        rows = rows[(rows["suite"] == suite) & ~((rows["suite"] == "micro") & (rows["tier"] == 0))]
+        for (tier, bench, param, workers), g in rows.groupby(["tier", "benchmark", "param", "workers"], dropna=False):
+            ident = {"suite": suite, "tier": int(tier), "benchmark": bench, "param": param,
+                     "workers": None if workers != workers else int(workers)}
+            if not is_headline(ident, num_workers) or not fairness_semantics(bench, run.run_id)[0]:
+                continue
+            rounds = {int(k): x["ns_per_op"].to_numpy(dtype=float)
+                      for k, x in g.sort_values(["invocation", "iteration"]).groupby("invocation")}
+            sides.setdefault((bench, param, ident["workers"]), {})[rt] = rounds
+    out = []
+    for pair in sides.values():
+        if len(pair) == 2:
+            shared = sorted(set(pair[baseline]) & set(pair[candidate]))
+            out.append(([pair[baseline][k] for k in shared], [pair[candidate][k] for k in shared]))
+    most = max((len(b) for b, _ in out), default=0)
+    return [r for r in out if len(r[0]) == most]
+
+
+def aggregates_table(run, baseline: str, draws: int) -> list[str]:
+    """Coverage of the aggregate methods on every suite and candidate of `run`."""
+    methods = coverage.AGGREGATE_METHODS
+    lines = ["| candidate, suite (rows, rounds) | k | " + " | ".join(f"{m} (w/o, with)" for m in methods) + " |",
+             "|---|--:|" + "--:|" * len(methods)]
+    for candidate in [rt for rt in run.runtimes if rt != baseline]:
+        for suite in AGGREGATE_SUITES:
+            rows = suite_rounds(run, baseline, candidate, suite)
+            if len(rows) < 2:
+                continue
+            n = len(rows[0][0])
+            for k in (5, n):
+                schemes = (True,) if k == n else (False, True)
+                cells = {m: {r: coverage.geomean_coverage(rows, k, r, draws, m, SEED) for r in schemes} for m in methods}
+                lines.append(f"| {candidate}, {suite} ({len(rows)} rows, {n} rounds) | {k} | "
+                             + " | ".join(f"{c[False]:.0%}, {c[True]:.0%}" if False in c else f"—, {c[True]:.0%}"
+                                          for m, c in cells.items()) + " |")
+                print(lines[-1], flush=True)
+    return lines
+
+
 def model_table(draws: int, methods: tuple[str, ...]) -> list[str]:
     lines = ["| model | k | " + " | ".join(methods) + " |", "|---|--:|" + "--:|" * len(methods)]
     for name, generate in (("bimodal: 10% of candidate invocations 8x faster", coverage.bimodal_rounds()),
@@ -146,6 +201,9 @@ def main() -> int:
     if "headline" in parts:
         text += ["", f"### The headline geometric mean: resampled rounds of {Path(args.run).name}", ""]
         text += headline_table(row_rounds(load_run(args.run), args.baseline, args.candidate), args.draws)
+    if "aggregates" in parts:
+        text += ["", f"### The headline's aggregate methods: resampled rounds of {Path(args.reference).name}", ""]
+        text += aggregates_table(load_run(args.reference), args.baseline, args.draws)
     if "model" in parts:
         text += ["", "### Synthetic rounds (fresh runs of the model)", ""]
         text += model_table(args.draws, methods)

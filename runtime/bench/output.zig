@@ -450,7 +450,7 @@ const test_samples = [_]harness.Sample{
     .{ .elapsed_ns = 120, .cpu_ns = 130, .alloc_bytes = 20, .alloc_count = 2 },
 };
 
-const test_variant = Variant{ .name = "ampere.nospin", .runtime = "ampere", .values = .{ 0, null, null, null, null } };
+const test_variant = Variant{ .name = "ampere.nospin", .runtime = "ampere", .values = .{ 0, null, null, null, null, null } };
 
 test "csv header is schema 2 in the contract's order" {
     try testing.expectEqualStrings(

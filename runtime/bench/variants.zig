@@ -38,6 +38,8 @@ pub const known_settings = [_]Setting{
     .{ .runtime = "ampere", .name = "event_interval", .min = 1, .max = std.math.maxInt(u32) },
     .{ .runtime = "tokio", .name = "global_queue_interval", .min = 1, .max = std.math.maxInt(u32) },
     .{ .runtime = "tokio", .name = "event_interval", .min = 1, .max = std.math.maxInt(u32) },
+    // How Tokio's io twins collect a group of tasks (rust_bench/src/io.rs `GroupKind`).
+    .{ .runtime = "tokio", .name = "io_group", .min = 0, .max = 2 },
 };
 
 pub const known_runtimes = [_][]const u8{ "ampere", "tokio" };
@@ -257,7 +259,7 @@ test "the embedded file defines ampere, ampere.nospin and tokio" {
 test "unknown variant names the known ones" {
     var diag = Diagnostic{};
     try testing.expectError(error.InvalidVariant, select(testing.allocator, "ampere", "ampere.fast", &diag));
-    try testing.expectEqualStrings("--variant: unknown variant 'ampere.fast' (variants.json has: ampere, ampere.ab, ampere.nospin, tokio)", diag.message());
+    try testing.expectEqualStrings("--variant: unknown variant 'ampere.fast' (variants.json has: ampere, ampere.ab, ampere.nospin, tokio, tokio.joinset, tokio.tracker)", diag.message());
 }
 
 test "settings map onto Runtime.Options" {

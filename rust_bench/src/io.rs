@@ -14,12 +14,24 @@
 //!   io_fan_tasks consumers, on one channel of io_queue_capacity: fan-in a bounded `mpsc`,
 //!   fan-out `async-channel` (Tokio's mpsc has a single receiver; `std.Io.Queue` is MPMC);
 //! - io_spawn: task_ops × (`tokio::spawn` of a task returning its argument, await it);
-//! - io_spawn_group(n): n tasks in a `JoinSet`, then join them all;
+//! - io_spawn_group(n): n tasks in the group, then join them all;
 //! - io_sleep(d_ms): io_sleep_tasks tasks each `tokio::time::sleep(d)` once, all joined;
 //! - io_tcp_pingpong / io_tcp_echo_conns / io_tcp_connect: as the net suite's rows
 //!   (analysis of net.rs), with io_net_rounds round trips and io_connect_ops connections; the
 //!   echo server accepts in a loop until the driver stops it (a flag and one more connection),
 //!   as on the Zig side.
+//!
+//! Collecting the tasks (`Group`, the variant setting `io_group`): where the Zig sides put tasks
+//! in an `Io.Group` (the std.Io program) or await every `JoinHandle` in spawn order (ampere's
+//! native API), the twin collects them with a `Vec<JoinHandle>` awaited in spawn order (`tokio`,
+//! `io_group` 0: the same shape as native ampere and the micro suite; the headline's baseline), a
+//! `JoinSet` (`tokio.joinset`, 1: one more allocation and its bookkeeping per task, results in
+//! completion order) or a `tokio_util::task::TaskTracker` (`tokio.tracker`, 2: close, then wait
+//! for every task, no results — the closest to `Io.Group`; a task's error goes to a failure slot
+//! the driver reads after the wait, like the Zig side's `Failures`). io_tcp_echo_conns collects
+//! its client tasks in a `Vec<JoinHandle>` in every variant: each task hands its connection back.
+//! Everything a task needs that the Zig sides build before the start mark is built before it
+//! here too (io_queue_pingpong's channels, the group's handle vector).
 
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -32,6 +44,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::Runtime;
 use tokio::sync::{Mutex, mpsc};
 use tokio::task::{JoinHandle, JoinSet};
+use tokio_util::task::TaskTracker;
 
 use crate::alloc::{Mark, Sample};
 use crate::constants::Constants;
@@ -80,17 +93,106 @@ pub fn cases(name: &'static str, c: &Constants) -> Vec<Case> {
     }
 }
 
-/// Runs the io case `case` as a driver task on `rt`.
-pub fn run_case(rt: &Runtime, case: &Case, c: &Constants) -> Samples {
+/// How the twins collect a group of tasks (the variant setting `io_group`; module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupKind {
+    /// `Vec<JoinHandle>`, every handle awaited in spawn order (`io_group` 0, the default).
+    Handles,
+    /// `JoinSet`, joined in completion order (`io_group` 1).
+    JoinSet,
+    /// `tokio_util::task::TaskTracker`: close, then wait (`io_group` 2).
+    Tracker,
+}
+
+impl GroupKind {
+    /// The kind of the setting's value (range-checked at load: 0 to 2).
+    pub fn of(setting: Option<u64>) -> GroupKind {
+        match setting.unwrap_or(0) {
+            0 => GroupKind::Handles,
+            1 => GroupKind::JoinSet,
+            2 => GroupKind::Tracker,
+            other => unreachable!("io_group {other} out of range"),
+        }
+    }
+}
+
+type TaskResult = Result<(), String>;
+
+/// The first failure of a task in a `TaskTracker` group (which keeps no results): written by the
+/// failing task, taken by the driver after `wait` (the wait orders the write before the read).
+/// One benchmark runs at a time in this program.
+static TRACKED_FAILURE: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+/// The tasks of one iteration, collected as `GroupKind` says. Built once per benchmark, before
+/// any timed region (the handle vector's capacity, the tracker), and reused by every iteration.
+pub struct Group {
+    kind: GroupKind,
+    handles: Vec<JoinHandle<TaskResult>>,
+    set: JoinSet<TaskResult>,
+    tracker: TaskTracker,
+}
+
+impl Group {
+    pub fn new(kind: GroupKind, tasks: u64) -> Group {
+        let capacity = if kind == GroupKind::Handles { tasks as usize } else { 0 };
+        Group { kind, handles: Vec::with_capacity(capacity), set: JoinSet::new(), tracker: TaskTracker::new() }
+    }
+
+    pub fn spawn<F>(&mut self, task: F)
+    where
+        F: Future<Output = TaskResult> + Send + 'static,
+    {
+        match self.kind {
+            GroupKind::Handles => self.handles.push(tokio::spawn(task)),
+            GroupKind::JoinSet => {
+                self.set.spawn(task);
+            }
+            GroupKind::Tracker => {
+                // The returned handle is dropped (detached); the tracker waits for the task.
+                drop(self.tracker.spawn(async move {
+                    if let Err(message) = task.await {
+                        TRACKED_FAILURE.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(message);
+                    }
+                }));
+            }
+        }
+    }
+
+    /// Waits for every task spawned since the last join; the first failure is the benchmark's.
+    pub async fn join(&mut self) -> TaskResult {
+        match self.kind {
+            GroupKind::Handles => {
+                let mut first: Option<String> = None;
+                for handle in self.handles.drain(..) {
+                    let outcome = handle.await.map_err(|e| format!("task failed: {e}")).and_then(|r| r);
+                    if let (Err(message), None) = (outcome, &first) {
+                        first = Some(message);
+                    }
+                }
+                first.map_or(Ok(()), Err)
+            }
+            GroupKind::JoinSet => join_all(&mut self.set).await,
+            GroupKind::Tracker => {
+                self.tracker.close();
+                self.tracker.wait().await;
+                self.tracker.reopen();
+                TRACKED_FAILURE.lock().unwrap_or_else(|e| e.into_inner()).take().map_or(Ok(()), Err)
+            }
+        }
+    }
+}
+
+/// Runs the io case `case` as a driver task on `rt`, collecting groups of tasks as `group` says.
+pub fn run_case(rt: &Runtime, case: &Case, c: &Constants, group: GroupKind) -> Samples {
     let c = c.clone();
     let driver: Pin<Box<dyn Future<Output = Samples> + Send>> = match case.name {
-        "io_mutex_contended" => Box::pin(mutex_contended(c)),
-        "io_queue_pingpong" => Box::pin(queue_pingpong(c, case.n)),
-        "io_fan_in" => Box::pin(fan_in(c)),
-        "io_fan_out" => Box::pin(fan_out(c)),
+        "io_mutex_contended" => Box::pin(mutex_contended(c, group)),
+        "io_queue_pingpong" => Box::pin(queue_pingpong(c, case.n, group)),
+        "io_fan_in" => Box::pin(fan_in(c, group)),
+        "io_fan_out" => Box::pin(fan_out(c, group)),
         "io_spawn" => Box::pin(spawn(c)),
-        "io_spawn_group" => Box::pin(spawn_group(c)),
-        "io_sleep" => Box::pin(sleep(c, case.size)),
+        "io_spawn_group" => Box::pin(spawn_group(c, group)),
+        "io_sleep" => Box::pin(sleep(c, case.size, group)),
         "io_tcp_pingpong" => Box::pin(tcp_pingpong(c, case.size as usize)),
         "io_tcp_echo_conns" => Box::pin(tcp_echo_conns(c, case.n as usize)),
         "io_tcp_connect" => Box::pin(tcp_connect(c)),
@@ -119,25 +221,25 @@ fn keep(samples: &mut Vec<Sample>, k: u64, c: &Constants, sample: Sample) {
 
 // -- io_mutex_contended ---------------------------------------------------------------------
 
-async fn mutex_contended(c: Constants) -> Samples {
+async fn mutex_contended(c: Constants, kind: GroupKind) -> Samples {
     let tasks = c.io_mutex_tasks;
     let per_task = c.async_ops / tasks;
     let shared = Arc::new(Mutex::new(0u64));
+    let mut group = Group::new(kind, tasks);
     let mut samples = Vec::with_capacity(c.iterations as usize);
     for k in 0..c.warmup + c.iterations {
         *shared.lock().await = 0;
-        let mut set = JoinSet::new();
         let mark = Mark::start();
         for _ in 0..tasks {
             let shared = Arc::clone(&shared);
-            set.spawn(async move {
+            group.spawn(async move {
                 for _ in 0..per_task {
                     *shared.lock().await += 1;
                 }
                 Ok(())
             });
         }
-        join_all(&mut set).await?;
+        group.join().await?;
         let sample = mark.stop();
         expect_eq("counter", *shared.lock().await, tasks * per_task)?;
         keep(&mut samples, k, &c, sample);
@@ -147,18 +249,18 @@ async fn mutex_contended(c: Constants) -> Samples {
 
 // -- io_queue_pingpong ----------------------------------------------------------------------
 
-async fn queue_pingpong(c: Constants, pairs: u64) -> Samples {
+async fn queue_pingpong(c: Constants, pairs: u64, kind: GroupKind) -> Samples {
     let rounds = pingpong_rounds(c.ping_pong_rounds, pairs);
     let answered = Arc::new(AtomicU64::new(0));
+    let mut group = Group::new(kind, 2 * pairs);
     let mut samples = Vec::with_capacity(c.iterations as usize);
     for k in 0..c.warmup + c.iterations {
         answered.store(0, Ordering::Relaxed);
-        let mut set = JoinSet::new();
+        // The channels are built before the start mark, as the Zig sides build their queues.
+        let channels: Vec<_> = (0..pairs).map(|_| (mpsc::channel::<u64>(1), mpsc::channel::<u64>(1))).collect();
         let mark = Mark::start();
-        for _ in 0..pairs {
-            let (there_tx, mut there_rx) = mpsc::channel::<u64>(1);
-            let (back_tx, mut back_rx) = mpsc::channel::<u64>(1);
-            set.spawn(async move {
+        for ((there_tx, mut there_rx), (back_tx, mut back_rx)) in channels {
+            group.spawn(async move {
                 for _ in 0..rounds {
                     let value = there_rx.recv().await.ok_or("queue closed")?;
                     back_tx.send(value).await.map_err(|_| "queue closed")?;
@@ -166,7 +268,7 @@ async fn queue_pingpong(c: Constants, pairs: u64) -> Samples {
                 Ok(())
             });
             let answered = Arc::clone(&answered);
-            set.spawn(async move {
+            group.spawn(async move {
                 let mut count = 0;
                 for round in 0..rounds {
                     there_tx.send(round).await.map_err(|_| "queue closed")?;
@@ -179,7 +281,7 @@ async fn queue_pingpong(c: Constants, pairs: u64) -> Samples {
                 Ok(())
             });
         }
-        join_all(&mut set).await?;
+        group.join().await?;
         let sample = mark.stop();
         expect_eq("round trips answered", answered.load(Ordering::Relaxed), pairs * rounds)?;
         keep(&mut samples, k, &c, sample);
@@ -189,14 +291,14 @@ async fn queue_pingpong(c: Constants, pairs: u64) -> Samples {
 
 // -- io_fan_in / io_fan_out -----------------------------------------------------------------
 
-async fn fan_in(c: Constants) -> Samples {
+async fn fan_in(c: Constants, kind: GroupKind) -> Samples {
     let tasks = c.io_fan_tasks;
     let items = fan_items(c.io_fan_items, tasks);
     let per_task = items / tasks;
+    let mut group = Group::new(kind, tasks);
     let mut samples = Vec::with_capacity(c.iterations as usize);
     for k in 0..c.warmup + c.iterations {
         let (tx, mut rx) = mpsc::channel::<u64>(c.io_queue_capacity as usize);
-        let mut set = JoinSet::new();
         let mark = Mark::start();
         let consumer: JoinHandle<(u64, u64)> = tokio::spawn(async move {
             let (mut sum, mut received) = (0, 0);
@@ -213,7 +315,7 @@ async fn fan_in(c: Constants) -> Samples {
         });
         for t in 0..tasks {
             let tx = tx.clone();
-            set.spawn(async move {
+            group.spawn(async move {
                 for j in 0..per_task {
                     tx.send(1 + t * per_task + j).await.map_err(|_| "queue closed")?;
                 }
@@ -221,7 +323,7 @@ async fn fan_in(c: Constants) -> Samples {
             });
         }
         drop(tx);
-        join_all(&mut set).await?;
+        group.join().await?;
         let (sum, received) = consumer.await.map_err(|e| format!("consumer failed: {e}"))?;
         let sample = mark.stop();
         expect_eq("items received", received, items)?;
@@ -231,22 +333,22 @@ async fn fan_in(c: Constants) -> Samples {
     Ok(samples)
 }
 
-async fn fan_out(c: Constants) -> Samples {
+async fn fan_out(c: Constants, kind: GroupKind) -> Samples {
     let tasks = c.io_fan_tasks;
     let items = fan_items(c.io_fan_items, tasks);
     let per_task = items / tasks;
     let sum = Arc::new(AtomicU64::new(0));
     let received = Arc::new(AtomicU64::new(0));
+    let mut group = Group::new(kind, tasks + 1);
     let mut samples = Vec::with_capacity(c.iterations as usize);
     for k in 0..c.warmup + c.iterations {
         sum.store(0, Ordering::Relaxed);
         received.store(0, Ordering::Relaxed);
         let (tx, rx) = async_channel::bounded::<u64>(c.io_queue_capacity as usize);
-        let mut set = JoinSet::new();
         let mark = Mark::start();
         for _ in 0..tasks {
             let (rx, sum, received) = (rx.clone(), Arc::clone(&sum), Arc::clone(&received));
-            set.spawn(async move {
+            group.spawn(async move {
                 let mut mine = 0;
                 for _ in 0..per_task {
                     mine += rx.recv().await.map_err(|_| "queue closed")?;
@@ -258,13 +360,13 @@ async fn fan_out(c: Constants) -> Samples {
             });
         }
         drop(rx);
-        set.spawn(async move {
+        group.spawn(async move {
             for value in 1..=items {
                 tx.send(value).await.map_err(|_| "queue closed")?;
             }
             Ok(())
         });
-        join_all(&mut set).await?;
+        group.join().await?;
         let sample = mark.stop();
         expect_eq("items received", received.load(Ordering::Relaxed), items)?;
         expect_eq("sum of the items", sum.load(Ordering::Relaxed), items * (items + 1) / 2)?;
@@ -290,22 +392,22 @@ async fn spawn(c: Constants) -> Samples {
     Ok(samples)
 }
 
-async fn spawn_group(c: Constants) -> Samples {
+async fn spawn_group(c: Constants, kind: GroupKind) -> Samples {
     let counter = Arc::new(AtomicU64::new(0));
+    let mut group = Group::new(kind, c.io_group_tasks);
     let mut samples = Vec::with_capacity(c.iterations as usize);
     for k in 0..c.warmup + c.iterations {
         counter.store(0, Ordering::Relaxed);
-        let mut set = JoinSet::new();
         let mark = Mark::start();
         for _ in 0..c.io_group_tasks {
             let counter = Arc::clone(&counter);
-            set.spawn(async move {
-                // Relaxed: read by the driver after joining the set.
+            group.spawn(async move {
+                // Relaxed: read by the driver after joining the group.
                 counter.fetch_add(1, Ordering::Relaxed);
                 Ok(())
             });
         }
-        join_all(&mut set).await?;
+        group.join().await?;
         let sample = mark.stop();
         expect_eq("tasks run", counter.load(Ordering::Relaxed), c.io_group_tasks)?;
         keep(&mut samples, k, &c, sample);
@@ -315,24 +417,24 @@ async fn spawn_group(c: Constants) -> Samples {
 
 // -- io_sleep -------------------------------------------------------------------------------
 
-async fn sleep(c: Constants, ms: u64) -> Samples {
+async fn sleep(c: Constants, ms: u64, kind: GroupKind) -> Samples {
     let duration = Duration::from_millis(ms);
     let counter = Arc::new(AtomicU64::new(0));
+    let mut group = Group::new(kind, c.io_sleep_tasks);
     let mut samples = Vec::with_capacity(c.iterations as usize);
     for k in 0..c.warmup + c.iterations {
         counter.store(0, Ordering::Relaxed);
-        let mut set = JoinSet::new();
         let mark = Mark::start();
         for _ in 0..c.io_sleep_tasks {
             let counter = Arc::clone(&counter);
-            set.spawn(async move {
+            group.spawn(async move {
                 tokio::time::sleep(duration).await;
-                // Relaxed: read by the driver after joining the set.
+                // Relaxed: read by the driver after joining the group.
                 counter.fetch_add(1, Ordering::Relaxed);
                 Ok(())
             });
         }
-        join_all(&mut set).await?;
+        group.join().await?;
         let sample = mark.stop();
         expect_eq("sleepers woken", counter.load(Ordering::Relaxed), c.io_sleep_tasks)?;
         if sample.elapsed_ns < duration.as_nanos() as u64 {
@@ -467,19 +569,20 @@ async fn tcp_echo_conns(c: Constants, conns: usize) -> Samples {
     }
     let rounds = c.io_net_rounds;
     let mut samples = Vec::with_capacity(c.iterations as usize);
+    // Every variant collects these tasks in a Vec<JoinHandle> (each hands its connection back).
+    let mut handles: Vec<JoinHandle<Result<Client, String>>> = Vec::with_capacity(conns);
     for k in 0..c.warmup + c.iterations {
-        let mut set: JoinSet<Result<Client, String>> = JoinSet::new();
         let mark = Mark::start();
         for mut client in clients.drain(..) {
-            set.spawn(async move {
+            handles.push(tokio::spawn(async move {
                 for r in 0..rounds {
                     client.round_trip(k * rounds + r).await?;
                 }
                 Ok(client)
-            });
+            }));
         }
-        while let Some(joined) = set.join_next().await {
-            clients.push(joined.map_err(|e| format!("client task failed: {e}"))??);
+        for handle in handles.drain(..) {
+            clients.push(handle.await.map_err(|e| format!("client task failed: {e}"))??);
         }
         let sample = mark.stop();
         keep(&mut samples, k, &c, sample);
@@ -539,8 +642,57 @@ mod tests {
         for name in ["io_mutex_contended", "io_queue_pingpong", "io_fan_in", "io_fan_out", "io_spawn", "io_spawn_group",
                      "io_sleep", "io_tcp_pingpong", "io_tcp_echo_conns", "io_tcp_connect"] {
             for case in cases(name, &c) {
-                let samples = run_case(&rt, &case, &c).unwrap_or_else(|e| panic!("{}: {e}", case.name));
+                let samples =
+                    run_case(&rt, &case, &c, GroupKind::Handles).unwrap_or_else(|e| panic!("{}: {e}", case.name));
                 assert_eq!(samples.len(), 2, "{} {}", case.name, case.param);
+            }
+        }
+    }
+
+    #[test]
+    fn every_group_kind_joins_every_task_and_reports_the_first_failure() {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        for kind in [GroupKind::Handles, GroupKind::JoinSet, GroupKind::Tracker] {
+            let counter = Arc::new(AtomicU64::new(0));
+            let outcome = rt.block_on(async {
+                let mut group = Group::new(kind, 100);
+                for round in 0..2u64 {
+                    for i in 0..100u64 {
+                        let counter = Arc::clone(&counter);
+                        group.spawn(async move {
+                            tokio::task::yield_now().await;
+                            counter.fetch_add(1, Ordering::Relaxed);
+                            if round == 1 && i == 37 { Err(format!("task {i} failed")) } else { Ok(()) }
+                        });
+                    }
+                    let joined = group.join().await;
+                    assert_eq!(counter.load(Ordering::Relaxed), 100 * (round + 1), "{kind:?}: every task ran before join returned");
+                    if round == 0 {
+                        assert_eq!(joined, Ok(()), "{kind:?}");
+                    } else {
+                        return joined;
+                    }
+                }
+                unreachable!()
+            });
+            assert_eq!(outcome, Err("task 37 failed".to_string()), "{kind:?}");
+        }
+        assert_eq!(GroupKind::of(None), GroupKind::Handles);
+        assert_eq!(GroupKind::of(Some(2)), GroupKind::Tracker);
+    }
+
+    #[test]
+    fn the_group_variants_run_every_group_row() {
+        let mut c = Constants::load("quick").expect("quick profile");
+        c.iterations = 1;
+        c.warmup = 0;
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        for kind in [GroupKind::JoinSet, GroupKind::Tracker] {
+            for name in ["io_mutex_contended", "io_queue_pingpong", "io_fan_in", "io_fan_out", "io_spawn_group", "io_sleep"] {
+                for case in cases(name, &c) {
+                    let samples = run_case(&rt, &case, &c, kind).unwrap_or_else(|e| panic!("{kind:?} {}: {e}", case.name));
+                    assert_eq!(samples.len(), 1);
+                }
             }
         }
     }

@@ -263,7 +263,10 @@ fn run_case(case: &Case, runner: Runner, c: &Constants, rts: &mut Runtimes) -> S
         Runner::Async(driver) => async_tiers::drive(rts.micro(case.workers)?, driver(c.clone())),
         Runner::Echo => echo::run_case(rts.echo()?, case, c),
         Runner::Net => net::run_case(rts.net(c.num_workers)?, case, c),
-        Runner::Io => io::run_case(rts.micro(case.workers)?, case, c),
+        Runner::Io => {
+            let group = io::GroupKind::of(rts.variant.setting("io_group"));
+            io::run_case(rts.micro(case.workers)?, case, c, group)
+        }
     }
 }
 

@@ -352,7 +352,7 @@ mod tests {
         }
     }
 
-    fn variant(name: &str, values: [Option<u64>; 5]) -> Variant {
+    fn variant(name: &str, values: [Option<u64>; 6]) -> Variant {
         Variant { name: name.to_string(), runtime: "tokio", values }
     }
 
@@ -404,7 +404,7 @@ mod tests {
     #[test]
     fn summary_is_valid_json_of_the_documented_shape() {
         let c = Constants::load("quick").unwrap();
-        let v = variant("tokio.x", [None, None, None, Some(31), None]);
+        let v = variant("tokio.x", [None, None, None, Some(31), None, None]);
         let text = summary(&v, "quick", 0, &c, &[4], &[outcome()]).render();
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["metadata"]["runtime"], "tokio");
@@ -425,7 +425,7 @@ mod tests {
     #[test]
     fn summary_keys_get_the_worker_suffix_only_in_a_sweep() {
         let c = Constants::load("quick").unwrap();
-        let base = variant("tokio", [None; 5]);
+        let base = variant("tokio", [None; 6]);
         let outcomes = [
             outcome(),
             outcome_of(Case::micro(4, "task_spawn", 10).with_workers(1)),
@@ -446,7 +446,7 @@ mod tests {
 
     #[test]
     fn meta_is_valid_json_with_schema_version_variant_and_machine_facts() {
-        let v: serde_json::Value = serde_json::from_str(&meta(&variant("tokio", [None; 5])).render()).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&meta(&variant("tokio", [None; 6])).render()).unwrap();
         assert_eq!(v["schema_version"], 2);
         assert_eq!(v["runtime"], "tokio");
         assert_eq!(v["variant"], "tokio");

@@ -33,12 +33,14 @@ pub struct Setting {
 /// Every setting a variant may carry, in canonical output order (the Zig side's
 /// `known_settings`). ampere's map onto `Runtime.Options` fields, Tokio's onto `Builder`
 /// methods of the same name.
-pub const KNOWN_SETTINGS: [Setting; 5] = [
+pub const KNOWN_SETTINGS: [Setting; 6] = [
     Setting { runtime: "ampere", name: "spin_before_park_ns", min: 0, max: 1_000_000_000 },
     Setting { runtime: "ampere", name: "global_queue_interval", min: 1, max: u32::MAX as u64 },
     Setting { runtime: "ampere", name: "event_interval", min: 1, max: u32::MAX as u64 },
     Setting { runtime: "tokio", name: "global_queue_interval", min: 1, max: u32::MAX as u64 },
     Setting { runtime: "tokio", name: "event_interval", min: 1, max: u32::MAX as u64 },
+    // How the io twins collect a group of tasks (io.rs `GroupKind`): 0 handles, 1 JoinSet, 2 TaskTracker.
+    Setting { runtime: "tokio", name: "io_group", min: 0, max: 2 },
 ];
 
 pub const KNOWN_RUNTIMES: [&str; 2] = ["ampere", "tokio"];
@@ -73,6 +75,11 @@ impl Variant {
         KNOWN_SETTINGS.iter().zip(self.values).filter_map(|(s, v)| v.map(|v| (s.name, v))).collect()
     }
 
+    /// The value of setting `name`, None where the variant does not set it.
+    pub fn setting(&self, name: &str) -> Option<u64> {
+        self.settings().into_iter().find(|(n, _)| *n == name).map(|(_, v)| v)
+    }
+
     /// A multi-thread Tokio runtime with `workers` workers and the variant's settings; every
     /// other option is Tokio's default (`enable_all`: the time driver and, with the `net`
     /// feature the net suite needs, the I/O driver — every runtime of both programs has an
@@ -86,6 +93,7 @@ impl Variant {
             match name {
                 "global_queue_interval" => builder.global_queue_interval(value as u32),
                 "event_interval" => builder.event_interval(value as u32),
+                "io_group" => &mut builder, // not a runtime option: the io twins read it (`io_group`)
                 other => unreachable!("a tokio setting without a mapping: {other}"),
             };
         }
@@ -225,7 +233,7 @@ mod tests {
     fn unknown_variant_names_the_known_ones() {
         assert_eq!(
             select("tokio", "tokio.fast").unwrap_err(),
-            "--variant: unknown variant 'tokio.fast' (variants.json has: ampere, ampere.ab, ampere.nospin, tokio)"
+            "--variant: unknown variant 'tokio.fast' (variants.json has: ampere, ampere.ab, ampere.nospin, tokio, tokio.joinset, tokio.tracker)"
         );
     }
 

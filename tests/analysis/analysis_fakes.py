@@ -160,6 +160,7 @@ p.add_argument("--set", action="append", default=[])
 p.add_argument("--invocation", type=int, default=0)
 p.add_argument("--csv")
 p.add_argument("--meta")
+p.add_argument("--list", action="store_true")
 if {metrics_option}:  # the fake ampere takes --metrics, like ampere_bench; the fake tokio does not
     p.add_argument("--metrics")
 a = p.parse_args()
@@ -175,7 +176,7 @@ def env(name, default=""):
     return default
 
 log = env("LOG")
-if log:
+if log and not a.list:
     with open(log, "a") as f:
         f.write(f"{{VARIANT}} {{a.invocation}} {{' '.join(sys.argv[1:])}}\n")
 mode = env("MODE", "ok")
@@ -201,6 +202,10 @@ if a.suite == "io" and (RUNTIME in IO_PROGRAMS or RUNTIME == "tokio"):  # the io
 if a.suite == "io" and RUNTIME == "ampere":  # ampere_bench's native io rows (no io_mutex_contended)
     benches += [("io", 0, "io_spawn", "", 100, 300.0, w) for w in sweep]
 benches = [b for b in benches if not a.filter or any(f in b[2] for f in a.filter)]
+if a.list:  # `suite tier benchmark param` per selected benchmark, like the real programs
+    for b in benches:
+        print(f"{{b[0]}} {{b[1]}} {{b[2]}} {{b[3]}}")
+    sys.exit(0)
 rows = []
 COUNTERS = ["polls", "parks", "unparks_issued", "steals", "tasks_stolen", "inject_pushes", "spin_ns"]
 metric_lines = []

@@ -104,11 +104,34 @@ try:
 except OSError:
     pass
 time.sleep(0.3)
-report = {{"requests": 100, "duration_us": 1000000, "bytes": 1000,
+report = {{"requests": 100, "duration_us": 1000000, "bytes": 100 * (16384 + 120),
           "errors": {{"connect": 0, "read": 0, "write": 0, "status": 0, "timeout": 0}},
           "latency_us": {{"p50": 100, "p90": 200, "p99": 300, "p999": 400, "max": 500}}}}
 print("Running 1s test")
 print("WRK_JSON " + json.dumps(report))
+'''
+
+
+FAKE_OHA = r'''#!{python}
+"""Fake oha (tests): connects once, then reports a constant-rate run as oha's JSON."""
+import json, socket, sys, time
+if sys.argv[1:] == ["--version"]:
+    print("oha 1.16.0")
+    sys.exit(0)
+url = sys.argv[-1]
+port = int(url.split(":")[2].split("/")[0])
+rate = float(sys.argv[sys.argv.index("-q") + 1])
+assert "--latency-correction" in sys.argv and sys.argv[sys.argv.index("--output-format") + 1] == "json"
+try:
+    socket.create_connection(("127.0.0.1", port)).close()
+except OSError:
+    pass
+time.sleep(0.2)
+n = int(rate)
+print(json.dumps({{"summary": {{"successRate": 1.0, "total": 1.0, "slowest": 0.004, "fastest": 0.0001,
+                                "requestsPerSec": rate, "totalData": 13 * n, "sizePerRequest": 13}},
+                  "latencyPercentiles": {{"p50": 0.0005, "p90": 0.001, "p99": 0.002, "p99.9": 0.003}},
+                  "statusCodeDistribution": {{"200": n}}, "errorDistribution": {{"aborted due to deadline": 3}}}}))
 '''
 
 

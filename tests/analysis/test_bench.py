@@ -66,10 +66,13 @@ def test_parse_progress():
 def test_profile_defaults():
     full, quick = bench.BenchOptions(), bench.BenchOptions(quick=True)
     # the full profile's `--suite all` (make report) adds the io suite's std.Io implementations
-    assert full.variant_names == ("ampere", "ampere.nospin", "tokio", "ampere.io", "zig.threaded", "zio", "zio.epoll")
+    assert full.variant_names == ("ampere", "ampere.nospin", "tokio", "ampere.io", "zig.threaded", "zio", "zio.epoll",
+                                  "tokio.joinset", "tokio.tracker")
     assert quick.variant_names == ("ampere", "tokio")
     assert bench.BenchOptions(suite="io").variant_names == ("ampere", "ampere.io", "zig.threaded", "zio", "zio.epoll",
-                                                            "tokio")
+                                                            "tokio", "tokio.joinset", "tokio.tracker")
+    # the Tokio variants that differ only in how the io twins collect their tasks run the io suite only
+    assert full.suite_for("tokio.joinset") == full.suite_for("zio") == "io" and full.suite_for("tokio") == "all"
     assert bench.BenchOptions(suite="micro").variant_names == ("ampere", "ampere.nospin", "tokio")
     assert full.invocation_count == bench.DEFAULT_INVOCATIONS["full"] >= bench.MIN_PUBLISHED_INVOCATIONS
     assert quick.invocation_count == bench.DEFAULT_INVOCATIONS["quick"]
@@ -87,19 +90,21 @@ def test_warmup_then_alternating_variants_merged_csv_and_run_json(fakes, cli):
                                      "--workers", "1,2,4", "--timeout", "60"))
     assert code == 0, err
     lines = log_lines(fakes)
-    # the warm-up: one discarded invocation of every variant, first, in the run's order
-    assert [line.split()[0] for line in lines[:3]] == ["ampere", "ampere.nospin", "tokio"]
-    assert all(".warmup.csv" in line for line in lines[:3]) and not any(".warmup." in line for line in lines[3:])
-    # each round once through every variant, the order rotated by one from round to round (schema 3)
-    assert measured_calls(fakes) == [[v, str(k)] for k, order in enumerate([("ampere", "ampere.nospin", "tokio"),
-                                                                           ("ampere.nospin", "tokio", "ampere"),
-                                                                           ("tokio", "ampere", "ampere.nospin")])
-                                     for v in order]
-    first = lines[3]
-    for flag in ("--variant ampere ", "--suite all", "--quick", "--filter mutex", "--filter echo", "--workers 1,2,4",
+    # the warm-up: one discarded invocation of every variant, first, in the run's order; under
+    # --suite all each suite the program lists is a process of its own (issue 43)
+    assert [line.split()[0] for line in lines[:6]] == ["ampere", "ampere", "ampere.nospin", "ampere.nospin", "tokio",
+                                                      "tokio"]
+    assert all(".warmup." in line for line in lines[:6]) and not any(".warmup." in line for line in lines[6:])
+    assert ["--suite micro" in line for line in lines[:6]] == [True, False] * 3
+    # each round once through every variant per suite, the order rotated by one from round to round
+    rounds = [("ampere", "ampere.nospin", "tokio"), ("ampere.nospin", "tokio", "ampere"),
+              ("tokio", "ampere", "ampere.nospin")]
+    assert measured_calls(fakes) == [[v, str(k)] for k, order in enumerate(rounds) for _suite in (1, 2) for v in order]
+    first = lines[6]
+    for flag in ("--variant ampere ", "--suite micro", "--quick", "--filter mutex", "--filter echo", "--workers 1,2,4",
                  "--set iterations=4", "--invocation 0", "--csv ", "--meta "):
         assert flag in first
-    assert "--variant ampere.nospin " in lines[4]
+    assert "--variant ampere.nospin " in lines[7] and "--suite echo" in lines[9]
     folder = only_run(fakes)
     assert sorted(p.name for p in folder.iterdir()) == [
         "ampere.csv", "ampere.meta.json", "ampere.metrics.jsonl", "ampere.nospin.csv", "ampere.nospin.meta.json",
@@ -116,21 +121,29 @@ def test_warmup_then_alternating_variants_merged_csv_and_run_json(fakes, cli):
     assert all("absent" not in e and e["versions"]["runtime_version"] for e in info["runtimes"])
     assert info["variants"]["ampere.nospin"] == {"runtime": "ampere", "settings": {"spin_before_park_ns": 0}}
     assert info["warmup"]["discarded"] is True and "discarded invocation of every variant" in info["warmup"]["what"]
-    assert [w["runtime"] for w in info["warmup"]["invocations"]] == ["ampere", "ampere.nospin", "tokio"]
+    assert [w["runtime"] for w in info["warmup"]["invocations"]] == ["ampere", "ampere", "ampere.nospin",
+                                                                      "ampere.nospin", "tokio", "tokio"]
     assert all(w["elapsed_s"] > 0 for w in info["warmup"]["invocations"])
     assert info["constants"]["iterations"] == 4 and info["constants"]["sync_ops"] == 2000  # quick profile
     assert info["overrides"] == {"iterations": 4}
-    assert [(o["runtime"], o["invocation"]) for o in info["invocation_order"]] == [
-        ("ampere", 0), ("ampere.nospin", 0), ("tokio", 0), ("ampere.nospin", 1), ("tokio", 1), ("ampere", 1),
-        ("tokio", 2), ("ampere", 2), ("ampere.nospin", 2)]
+    assert [(o["runtime"], o["invocation"], o["suite"]) for o in info["invocation_order"]] == [
+        (v, k, suite) for k, order in enumerate(rounds) for suite in ("micro", "echo") for v in order]
+    assert info["invocation_processes"] == "one per suite"
+    # the machine's load over every invocation, and the process's peak resident set (issue 43)
+    for entry in info["invocation_order"]:
+        assert set(entry["load"]) == {"loadavg_1m", "steal_share", "other_cpu_cores", "measured_cpu_cores", "cores",
+                                      "elapsed_s"}
+        assert entry["load"]["measured_cpu_cores"] > 0
+        assert entry["peak_rss_bytes"] is None or entry["peak_rss_bytes"] > 1_000_000  # a fast exit may be missed
     assert all(o["elapsed_s"] > 0 for o in info["invocation_order"]) and info["elapsed_s"] > 0
     assert info["filters"] == ["mutex", "echo"] and info["invocations"] == 3
     assert info["git"] is None or set(info["git"]) == {"commit", "dirty"}
     assert info["started_utc"] <= info["ended_utc"] and info["command_line"][1:3] == ["-m", "analysis"]
     assert set(info["binaries"]) == {"ampere", "tokio"} and len(info["binaries"]["ampere"]["sha256"]) == 64
     assert info["bench_commands"]["ampere.nospin"][1:3] == ["--variant", "ampere.nospin"]
-    assert (folder / "logs" / "tokio.2.stderr.txt").read_text().startswith("# start suite=micro")
-    assert (folder / "logs" / "tokio.warmup.stderr.txt").is_file()
+    assert (folder / "logs" / "tokio.2.micro.stderr.txt").read_text().startswith("# start suite=micro")
+    assert (folder / "logs" / "tokio.2.echo.stderr.txt").read_text().startswith("# start suite=echo")
+    assert (folder / "logs" / "tokio.warmup.micro.stderr.txt").is_file()
     # progress streamed as it came
     assert "[ampere warm-up] micro/mutex ..." in out
     assert "[ampere.nospin #0] micro/mutex ..." in out and "[tokio #2] echo/echo_f64 n=10 done:" in out
@@ -429,15 +442,16 @@ def test_metrics_of_measured_invocations_merged_in_order(fakes, cli):
                                    "--filter", "mutex", "--filter", "echo", "--workers", "1,2"))
     assert code == 0, err
     lines = log_lines(fakes)
-    warmups, measured = lines[:3], lines[3:]
+    warmups, measured = lines[:6], lines[6:]  # a process per suite (micro, echo)
     assert not any("--metrics" in line for line in warmups)  # the warm-up is discarded: no metrics
     for line in measured:
         variant, index = line.split()[:2]
+        suite = line.split("--suite ")[1].split()[0]
         if variant == "tokio" or int(index) % 2 == 0:
             # tokio's program has no --metrics; the even invocations keep their spans free of the snapshots
             assert "--metrics" not in line
         else:
-            assert line.endswith(f"--metrics {only_run(fakes)}/.staging/{variant}.{index}.metrics.jsonl")
+            assert line.endswith(f"--metrics {only_run(fakes)}/.staging/{variant}.{index}.{suite}.metrics.jsonl")
     folder = only_run(fakes)
     info = json.loads((folder / "run.json").read_text())
     assert info["metrics_files"] == {"ampere": "ampere.metrics.jsonl", "ampere.nospin": "ampere.nospin.metrics.jsonl",
@@ -535,8 +549,9 @@ def test_binary_option_runs_a_variant_from_another_program(fakes, cli, tmp_path)
     assert code == 0, err
     # the order rotates from round to round (schema 3)
     assert measured_calls(fakes) == [["ampere", "0"], ["ampere.ab", "0"], ["ampere.ab", "1"], ["ampere", "1"]]
-    # its --help (does it take --metrics?), the warm-up and two measured invocations
-    assert marks.read_text().splitlines() == ["call"] * 4
+    # its --help (does it take --metrics?), its --list (the suites of --suite all: here micro), the
+    # warm-up and two measured invocations
+    assert marks.read_text().splitlines() == ["call"] * 5
     info = json.loads((only_run(fakes) / "run.json").read_text())
     assert info["binaries"]["ampere.ab"]["path"] == str(wrapper)
     assert info["binaries"]["ampere"]["path"] == str(fakes["ampere"])

@@ -111,7 +111,7 @@ def test_compare_table_groups_and_summary(data_dir, cli):
     code, out, _ = cli("compare", "--data-dir", data_dir)
     assert code == 0
     order = ["Tier 0 — controls", "Tier 1", "Tier 2", "Tier 3", "Tier 4", "Echo — batch round trips",
-             "Echo per batch", "micro (tiers 1-4): like-for-like rows: ampere wins", "Total bytes per op"]
+             "Echo per batch", "micro (tiers 1-4): like-for-like rows: ampere wins", "geometric mean ratio"]
     positions = [out.index(marker) for marker in order]
     assert positions == sorted(positions)
     header = next(line for line in out.splitlines() if "Benchmark" in line)

@@ -14,7 +14,7 @@ from analysis import httpbench, httpsuite, schema
 from analysis.errors import DataError
 from analysis.http_csv import match_rows, read_http_csv
 from analysis.load import load_run
-from http_fakes import FAKE_SERVER, FAKE_WRK, install, write_http_run, write_latency
+from http_fakes import FAKE_OHA, FAKE_SERVER, FAKE_WRK, install, write_http_run, write_latency
 
 REPORT = {"requests": 1234, "duration_us": 2_000_000, "bytes": 99,
           "errors": {"connect": 0, "read": 0, "write": 0, "status": 0, "timeout": 0},
@@ -201,7 +201,8 @@ def test_sentences_name_the_loss_and_the_absent_side(tmp_path):
     assert [line.split(" ")[0] for line in lines] == ["ampere.io", "zig.threaded", "zio:", "Tokio"]
     ampere = lines[0]
     assert "16 connections" in ampere and "512 connections" in ampere and "p99" in ampere
-    assert "fastest at 1 of 3 connection counts; clearly behind the fastest at 128, 512 connections" in ampere
+    assert "clearly the fastest at 16 connections, clearly behind the fastest at 128, 512 (intervals" in ampere
+    assert all("fastest at 1 of" not in line for line in lines)  # no tally of point estimates (issue 43)
     assert lines[2] == "zio: absent from the http suite — zio package not cached."
     assert "failed sample(s)" in httpsuite.settings_sentence(run.info)
     assert len(httpsuite.failed_samples(run.info)) == 1
@@ -287,7 +288,9 @@ def test_profiles_carry_the_http_settings_and_set_overrides_them():
     constants, overrides = bench.effective_constants(full, ["http_duration_s=5", "http_bytes_connections=16,128,512"])
     settings = httpbench.HttpSettings.of(constants)
     assert settings.duration_s == 5 and settings.bytes_connections == (16, 128, 512)
-    assert settings.connections == (16, 128, 512)
+    # BENCHMARKS.md: at least 5 invocations of 5 s samples; the connection counts trimmed instead
+    assert settings.connections == (16, 512) and settings.invocations >= 5 and full["http_duration_s"] >= 5
+    assert settings.open_percent == (50, 80) and settings.open_connections == 128 and not settings.problems()
     assert overrides == {"http_duration_s": 5, "http_bytes_connections": [16, 128, 512]}
     with pytest.raises(Exception, match="unknown constant 'http_nope'"):
         bench.effective_constants(full, ["http_nope=1"])
@@ -317,6 +320,7 @@ def test_suite_all_of_the_full_profile_adds_the_http_rows_to_tokio_and_writes_th
     wrk_dir = tmp_path / "wrk"
     wrk_dir.mkdir()
     install(wrk_dir, "wrk", FAKE_WRK)
+    install(wrk_dir, "oha", FAKE_OHA)
     monkeypatch.setenv("PATH", f"{wrk_dir}:{__import__('os').environ['PATH']}")
     data = tmp_path / "data"
     code, out, err = cli("bench", "--data-dir", data, "--ampere-bin", ampere, "--tokio-bin", tokio,
@@ -327,10 +331,70 @@ def test_suite_all_of_the_full_profile_adds_the_http_rows_to_tokio_and_writes_th
     run = load_run(next((data / "runs").iterdir()))
     assert "http" in run.info["suites"] and run.info["http"]["failed_samples"] == []
     assert [o["runtime"] for o in run.info["http"]["invocation_order"]] == ["tokio", "tokio"]
-    http = run.data[run.data["suite"] == "http"]
+    http = run.data[(run.data["suite"] == "http") & (run.data["benchmark"] != "http_plaintext_open")]
     assert set(http["runtime"]) == {"tokio"} and len(http) == 2 * 2  # two cases, two invocations
+    opened = run.data[run.data["benchmark"] == "http_plaintext_open"]  # the full profile's open loop: 50%, 80%
+    assert sorted(opened["param"]) == ["load=50", "load=50", "load=80", "load=80"]
+    assert run.info["http"]["open_loop"]["slowest"] == "tokio"
     assert sorted(set(http["param"])) == ["conns=4", "conns=8"] and (http["ops"] == 100).all()
-    assert len(run.http) == 4 and (run.data["suite"] == "micro").any()
+    assert len(run.http) == 4 + 4 and (run.data["suite"] == "micro").any()
     assert run.info["overrides"]["http_invocations"] == 2
     assert all("http_" not in arg for arg in run.info["bench_commands"]["tokio"])  # not passed to the programs
     assert "[tokio http #1] http_bytes conns=8 sample 0 done" in out
+
+
+def test_too_few_response_bytes_fail_the_sample():
+    """A response shorter than the route's body is a failed sample (issue 43: bytes per request
+    are checked, not assumed)."""
+    ok = httpbench.WrkReport(10, 1_000_000, dict.fromkeys(("connect", "read", "write", "status", "timeout"), 0),
+                             {"p50": 1, "p90": 2, "p99": 3, "p999": 4, "max": 5}, bytes=10 * 140)
+    assert httpbench.sample_problem(ok, "http_plaintext") is None
+    assert "fewer than the 16384-byte body of /bytes/16384" in httpbench.sample_problem(ok, "http_bytes")
+    assert ok.bytes_per_request == 140
+
+
+def test_the_server_cpu_is_read_over_the_measured_window_only():
+    run = httpbench.GeneratorRun(0, "", "", 10.0, 12.0, 5, [(10.0, 0), (10.5, 100), (11.0, 600), (12.0, 1600)])
+    assert run.server_cpu_between(11.0, 12.0) == 1000  # the window: the set-up's 600 ns left out
+    assert run.server_cpu_between(10.75, 11.5) == 1100 - 350  # interpolated inside the readings
+    assert httpbench.GeneratorRun(0, "", "", 0, 1, 0, [(0.0, 5)]).server_cpu_between(0, 1) is None
+
+
+def test_oha_report_parses_into_latency_and_counts():
+    text = json.dumps({"summary": {"total": 5.0, "slowest": 0.02, "totalData": 1300},
+                       "latencyPercentiles": {"p50": 0.001, "p90": 0.002, "p99": 0.004, "p99.9": 0.0105},
+                       "statusCodeDistribution": {"200": 100, "503": 2},
+                       "errorDistribution": {"aborted due to deadline": 7, "connection reset": 1}})
+    report = httpbench.parse_oha_output(text)
+    assert (report.requests, report.duration_us, report.non_2xx, report.socket_errors) == (100, 5_000_000, 2, 1)
+    assert report.latency_us == {"p50": 1000, "p90": 2000, "p99": 4000, "p999": 10500, "max": 20000}
+    with pytest.raises(httpbench.SampleFailed, match="oha report unreadable"):
+        httpbench.parse_oha_output("not json")
+    assert httpbench.oha_command("oha", 80, 128, 6000.4, 5, [1])[:3] == ["taskset", "-c", "1"]
+    assert "--latency-correction" in httpbench.oha_command("oha", 80, 128, 6000, 5, None)
+
+
+def test_open_loop_runs_every_runtime_at_fractions_of_the_slowest_capacity(tmp_path):
+    """After the closed loop: the slowest runtime's GET /plaintext capacity sets the rates, every
+    runtime runs at each, and the rows carry load=P with oha's percentiles."""
+    ctx = fake_context(tmp_path)
+    ctx.settings = httpbench.HttpSettings((16,), (), 0, 1, 1, 2, 1, 1, open_connections=8, open_percent=(50, 80),
+                                          open_duration_s=1)
+    ctx.oha = str(install(tmp_path, "fake_oha.py", FAKE_OHA))
+    result = httpbench.run_http(ctx, ("ampere.io", "tokio"), lambda names, k: names[k % 2:] + names[:k % 2])
+    record = result.record["open_loop"]
+    capacity = httpbench.capacities({rt: [r for r in rows if r["benchmark"] == "http_plaintext"]
+                                     for rt, rows in result.rows.items()})
+    assert record["slowest"] == min(capacity, key=capacity.get)
+    assert record["rates_rps"] == {"50": round(capacity[record["slowest"]] / 2, 1),
+                                   "80": round(capacity[record["slowest"]] * 0.8, 1)}
+    assert record["generator"]["name"] == "oha" and record["generator"]["version"] == "1.16.0"
+    opened = [r for r in result.rows["tokio"] if r["benchmark"] == "http_plaintext_open"]
+    assert sorted(r["param"] for r in opened) == ["load=50", "load=50", "load=80", "load=80"]  # 2 invocations
+    lat = [r for r in result.latency["tokio"] if r["param"] == "load=80"][0]
+    assert (lat["p50_ns"], lat["p99_ns"], lat["p999_ns"]) == (500_000, 2_000_000, 3_000_000)
+    assert all(e["generator_cpu_ns"] >= 0 and e["bytes_per_request"] > 0 for e in result.record["samples"])
+    assert [(o["runtime"], o["invocation"]) for o in record["invocation_order"]] == [
+        ("ampere.io", 0), ("tokio", 0), ("tokio", 1), ("ampere.io", 1)]
+    ctx.oha = None
+    assert httpbench._open_loop(ctx, ("tokio",), lambda n, k: n, {}, {}, [], tmp_path)["absent"].startswith("oha is")

@@ -26,11 +26,11 @@ from analysis_fakes import REPO
 
 PACKAGE = REPO / "analysis"
 LAYERS: dict[str, list[str]] = {
-    "loading": ["errors", "files", "schema", "bench_csv", "metrics", "span", "http_csv", "load", "fairness"],
+    "loading": ["errors", "files", "schema", "bench_csv", "metrics", "span", "http_csv", "load", "fairness", "machine_load"],
     "statistics": ["stats", "ranks", "modes", "coverage"],
     "comparison": ["benchmarks", "span_cpu"],
     "diagnostics": ["sanity", "diagnostics"],
-    "results": ["summary", "compare", "artefact", "machines", "history", "net", "iosuite", "httpsuite"],
+    "results": ["summary", "compare", "artefact", "machines", "history", "net", "iosuite", "httpsuite", "allocations"],
     "presentation": ["fmt", "document", "render", "tables", "words", "figures", "figures.style", "figures.overview",
                      "figures.distributions", "figures.echo", "figures.net", "figures.io", "figures.http", "figures.scaling", "figures.history", "figures.machines",
                      "machines_view", "notebook", "index_page"],

@@ -165,13 +165,16 @@ def test_io_run_records_absent_sides_rotates_and_compares(tmp_path, monkeypatch,
     assert entries["zio"]["absent"] and "absent" not in entries["tokio"] and "absent" not in entries["zig.threaded"]
     assert entries["zio.epoll"]["absent"]
     order = [(o["runtime"], o["invocation"]) for o in info["invocation_order"]]
-    assert [rt for rt, k in order if k == 0] == ["ampere", "zig.threaded", "tokio"]
-    assert sorted(order) == sorted((rt, k) for rt in ("ampere", "zig.threaded", "tokio") for k in range(3))
+    present = ("ampere", "zig.threaded", "tokio", "tokio.joinset", "tokio.tracker")
+    assert [rt for rt, k in order if k == 0] == list(present)
+    assert sorted(order) == sorted((rt, k) for rt in present for k in range(3))
+    assert info["bench_commands"]["tokio.tracker"][1:5] == ["--variant", "tokio.tracker", "--suite", "io"]
     assert [rt for rt, k in order if k == 1] != [rt for rt, k in order if k == 0]  # the order rotates
     assert info["bench_commands"]["zig.threaded"][1:5] == ["--variant", "zig.threaded", "--suite", "io"]
     assert info["bench_commands"]["ampere"][1:5] == ["--variant", "ampere", "--suite", "io"]
     run = load_run(str(run_dir))
-    assert set(run.absent) == {"ampere.io", "zio", "zio.epoll"} and run.runtimes == ("ampere", "tokio", "zig.threaded")
+    assert set(run.absent) == {"ampere.io", "zio", "zio.epoll"}
+    assert run.runtimes == ("ampere", "tokio", "tokio.joinset", "tokio.tracker", "zig.threaded")
     assert sorted(run.rows("zig.threaded")["workers"].unique()) == [1, 2]
     native = run.rows("ampere")
     assert set(native["suite"]) == {"io"} and set(native["benchmark"]) == {"io_spawn"}
@@ -245,8 +248,10 @@ def test_io_matrix_ratio_to_the_fastest_winner_and_sentences(tmp_path):
     assert set(wide["winner"]) == {"zio"}
     sentences = iosuite.runtime_sentences(table, rc.comparisons, {"ampere.io": "ampere.Io not built yet"}, "tokio")
     assert sentences[0] == "ampere.io: absent from this run — ampere.Io not built yet."
-    assert sentences[2].startswith("zio: fastest in 4 of 4 io rows; on average ×1.00")
-    assert "against Tokio a geometric mean of ×1.25" in sentences[2]
+    assert sentences[2].startswith("zio: of 4 io rows, clearly fastest in 4, clearly behind the fastest in 0, "
+                                   "not separated from the fastest in 0")
+    assert "against Tokio the geometric mean over its 4 like-for-like rows is ×1.25 [" in sentences[2]
+    assert "interval over rounds" in sentences[2]
     price = iosuite.straight_line_price(table)
     assert price.empty and iosuite.price_sentence(price, {"ampere.io": "ampere.Io not built yet"}) == (
         "The price of straight-line code (ampere.io ÷ ampere) is not measured: ampere.io is absent from this run "
@@ -328,10 +333,59 @@ def test_io_run_records_ampere_io_metrics_and_no_other_io_programs(tmp_path, mon
     run_dir = run_bench(options)
     info = json.loads((run_dir / "run.json").read_text())
     assert info["metrics_files"] == {"ampere": "ampere.metrics.jsonl", "ampere.io": "ampere.io.metrics.jsonl",
-                                     "zig.threaded": None, "tokio": None}
+                                     "zig.threaded": None, "tokio": None, "tokio.joinset": None,
+                                     "tokio.tracker": None}
     commands = (tmp_path / "log.txt").read_text().splitlines()
     assert any("--variant ampere.io" in line and "--metrics" in line for line in commands)
     assert not any("--variant zig.threaded" in line and "--metrics" in line for line in commands)
     run = load_run(str(run_dir))
     io_counts = run.metrics[run.metrics["runtime"] == "ampere.io"]
     assert set(io_counts["suite"]) == {"io"} and set(io_counts["workers"]) == {1, 2}
+
+
+def test_ampere_io_against_each_zio_build_is_tallied_from_verdicts(tmp_path):
+    """artefact.peer_comparisons compares ampere.io with each zio build directly; the tally names
+    the build and counts the cells' verdicts (issue 43: no count of point estimates)."""
+    from analysis import artefact, iosuite
+
+    rc = _io_comparisons(tmp_path, ("ampere.io", "zio", "tokio"), speed={"ampere.io": 0.5, "zio": 0.8})
+    assert list(rc.peers) == ["zio:ampere.io"]  # no zio.epoll in this run
+    peer = rc.peers["zio:ampere.io"]
+    assert set(peer.benchmarks["suite"]) == {"io"} and (peer.benchmarks["verdict"] == "win").all()
+    assert peer.benchmarks["like_for_like"].all()  # the same std.Io program on both sides
+    lines = iosuite.peer_sentences(rc.peers)
+    n = len(peer.benchmarks)
+    assert lines == [f"ampere.io against zio's default build (io_uring), every io cell: {n} wins, 0 losses, 0 ties, "
+                     f"0 inconclusive of {n} (1 worker: {n // 2} wins, 0 losses, 0 ties, 0 inconclusive; 2 workers: "
+                     f"{n // 2} wins, 0 losses, 0 ties, 0 inconclusive). Each verdict is the cell's paired-median "
+                     "interval against the ±5% tie band; an inconclusive cell establishes no order."]
+    again = artefact.from_json(__import__("json").loads(artefact.to_json(rc, {})))
+    assert list(again.peers) == ["zio:ampere.io"] and iosuite.peer_sentences(again.peers) == lines
+
+
+def test_allocations_per_row_ratios_only_where_both_are_non_zero_and_peak_rss(tmp_path):
+    from analysis import allocations
+
+    rc = _io_comparisons(tmp_path, ("ampere.io", "zio", "tokio"))
+    cmp = rc.comparisons["ampere.io"]
+    b = cmp.benchmarks
+    b.loc[b.index[0], ["baseline_allocs_per_op", "candidate_allocs_per_op"]] = [2.0, 0.5]
+    b.loc[b.index[1], ["baseline_allocs_per_op", "candidate_allocs_per_op"]] = [2.0, 0.0]
+    table = allocations.io_table(rc.comparisons)
+    assert set(table["runtime"]) == {"ampere.io", "zio", "tokio"}
+    first = table[(table["label"] == b.iloc[0]["label"]) & (table["runtime"] == "ampere.io")].iloc[0]
+    assert first["allocs_ratio"] == 4.0
+    second = table[(table["label"] == b.iloc[1]["label"]) & (table["runtime"] == "ampere.io")].iloc[0]
+    assert np.isnan(second["allocs_ratio"])  # a ratio to zero is no quantity
+    assert table[table["runtime"] == "tokio"]["allocs_ratio"].isna().all()
+    assert "÷4 vs Tokio" in " ".join(allocations.io_wide(table).astype(str).values.ravel())
+    info = {"invocation_order": [{"runtime": "tokio", "suite": "io", "peak_rss_bytes": 10 << 20},
+                                 {"runtime": "tokio", "suite": "io", "peak_rss_bytes": 30 << 20},
+                                 {"runtime": "tokio", "suite": "micro", "peak_rss_bytes": 99 << 20}],
+            "http": {"invocation_order": [{"runtime": "zio", "peak_rss_bytes": 5 << 20}]}}
+    rss = allocations.peak_rss(info, "io")
+    assert rss.to_dict("records") == [{"runtime": "tokio", "suite": "io", "processes": 2, "median_bytes": 20 << 20,
+                                       "max_bytes": 30 << 20}]
+    assert allocations.peak_rss(info, "http")["runtime"].tolist() == ["zio"]
+    assert allocations.peak_rss({}, "io").empty
+    assert allocations.rss_wide(rss).iloc[0]["peak RSS, largest"] == "30.0 MiB"

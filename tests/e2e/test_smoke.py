@@ -40,8 +40,13 @@ def test_bench_records_a_complete_quick_run(pipeline):
     assert info["schema_version"] == 3 and info["workers"] == [1, 4]
     assert [e["name"] for e in info["runtimes"]] == ["ampere", "tokio"]
     assert info["runtimes"][1]["versions"]["tokio_version"] and info["runtimes"][0]["versions"]["compiler"] == "zig"
-    assert [w["runtime"] for w in info["warmup"]["invocations"]] == ["ampere", "tokio"]
-    assert (run / "logs" / "ampere.warmup.stderr.txt").is_file()
+    # one warm-up per runtime and suite: under --suite all each suite is a process of its own (issue 43)
+    assert [w["runtime"] for w in info["warmup"]["invocations"]] == ["ampere"] * 4 + ["tokio"] * 4
+    assert info["invocation_processes"] == "one per suite"
+    assert {(o["runtime"], o["suite"]) for o in info["invocation_order"]} == {
+        (rt, s) for rt in ("ampere", "tokio") for s in ("micro", "echo", "net", "io")}
+    assert all(o["load"]["cores"] >= 1 for o in info["invocation_order"])
+    assert all((run / "logs" / f"ampere.warmup.{s}.stderr.txt").is_file() for s in ("micro", "echo", "net", "io"))
     for runtime in ("ampere", "tokio"):
         with open(run / f"{runtime}.csv", newline="") as handle:
             rows = list(csv.DictReader(handle))

@@ -318,7 +318,8 @@ def test_http_page_on_a_run_with_http_rows_and_an_absent_side(tmp_path):
     assert page.count('src="data:image/png;base64,') == 1
     for text in ("zio: zio package not cached", "wrk 4.1.0 with 1 thread(s)", "server on CPU(s) [0] and wrk on [1]",
                  "1 failed sample(s)", "socket errors (read 3)", "GET /plaintext", "req/s",
-                 "ampere.io (GET /plaintext): 16 connections", "clearly behind the fastest at 128, 512 connections"):
+                 "ampere.io (GET /plaintext): 16 connections", "clearly behind the fastest at 128, 512",
+                 "Open loop", "Peak resident set"):
         assert text in page, text
     front = index.read_text()
     assert "Http suite under wrk: where each runtime stands" in front
